@@ -1,0 +1,13 @@
+import { defineConfig } from 'vitest/config';
+
+export default defineConfig({
+  test: {
+    include: ['test/unit/**/*.test.ts', 'test/integration/**/*.test.ts', 'test/e2e/**/*.test.ts'],
+    globalSetup: ['test/support/global-setup.ts'],
+    pool: 'forks',
+    testTimeout: 30_000,
+    hookTimeout: 60_000,
+    // 2-core machines: bound parallel files so timing-sensitive lease tests stay honest.
+    maxWorkers: 2,
+  },
+});
