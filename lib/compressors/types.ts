@@ -1,0 +1,33 @@
+// A compaction engine (SPEC C6): pluggable, called once per attempt with only the
+// options it declares (our equivalent of the seed's signature introspection).
+import type { Message } from '../messages.js';
+
+export interface CompressOptions {
+  /** Keep this many most recent turns verbatim. */
+  keepLast?: number;
+  /** Token budget the result should fit. */
+  targetTokens?: number;
+  /** Fires when the attempt is cancelled or its lease lost; engines should stop early. */
+  signal?: AbortSignal;
+  /** Epoch ms by which the engine must return (Lambda remaining time minus a margin). */
+  deadline?: number;
+  /** Free-text focus for LLM summarizers. */
+  focus?: string;
+}
+
+export type CompressOptionName = keyof CompressOptions;
+
+export interface CompressResult {
+  messages: Message[];
+  /** Human-readable warnings returned to the caller (SPEC C12), e.g. "summarizer failed; fell back". */
+  warnings?: string[];
+  /** The engine gave up part-way; the attempt reports a warning and writes nothing. */
+  aborted?: boolean;
+}
+
+export interface CompressionEngine {
+  readonly name: string;
+  /** Options this engine accepts; anything else is never passed. */
+  readonly acceptedOptions: readonly CompressOptionName[];
+  compress(messages: readonly Message[], options: CompressOptions): Promise<CompressResult>;
+}
