@@ -1,6 +1,9 @@
+import { fileURLToPath } from 'node:url';
 import { defineConfig } from 'vitest/config';
 
 export default defineConfig({
+  // Config lives in test/; paths below are relative to the project root.
+  root: fileURLToPath(new URL('..', import.meta.url)),
   test: {
     include: ['test/unit/**/*.test.ts', 'test/integration/**/*.test.ts', 'test/e2e/**/*.test.ts'],
     globalSetup: ['test/support/global-setup.ts'],
