@@ -1,0 +1,13 @@
+// The lease operations compaction depends on, as an interface, so tests can inject
+// fault-injecting fakes for failures real Redis cannot produce. SessionLease implements it.
+import type { AcquireResult, Lease, RefreshResult, ReleaseResult } from './types.js';
+
+export interface LeaseApi {
+  /** Never waits: acquired, held by another, or throws LeaseUnavailableError (no quorum). */
+  tryAcquire(sessionKey: string, opts: { ttlMs: number; holder: string }): Promise<AcquireResult>;
+  /** Token-checked extend; never throws for Redis errors (no_quorum). */
+  refresh(lease: Lease, ttlMs?: number): Promise<RefreshResult>;
+  /** Token-checked delete; never deletes another holder's key; never throws for Redis errors. */
+  release(lease: Lease): Promise<ReleaseResult>;
+  holderOf(sessionKey: string): Promise<string | null>;
+}
