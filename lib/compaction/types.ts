@@ -1,4 +1,7 @@
 // Inputs and outcomes of one compaction attempt (SPEC C1-C13).
+import type { CompressionEngine } from '../compressors/types.js';
+import type { LeaseApi } from '../lease/index.js';
+import type { LineageStore } from '../lineage/types.js';
 import type { Message } from '../messages.js';
 import type { SessionRef } from '../session-ref.js';
 
@@ -14,6 +17,10 @@ export interface CompactRequest {
   keepLast?: number;
   /** Lambda: context.getRemainingTimeInMillis; the attempt cancels itself before commit when low (C9). */
   remainingTimeMs?: () => number;
+  /** Token budget handed to engines that accept `targetTokens` (C6). */
+  targetTokens?: number;
+  /** Free-text focus handed to engines that accept `focus` (C6). */
+  focus?: string;
 }
 
 export type SkipReason = 'locked' | 'lease_unavailable' | 'lease_lost' | 'adopted';
@@ -33,3 +40,57 @@ export type CompactionOutcome =
   | (OutcomeBase & { outcome: 'noop'; reason: NoopReason })
   | (OutcomeBase & { outcome: 'cancelled' })
   | (OutcomeBase & { outcome: 'disabled'; reason: 'review_origin' });
+
+// ---- Added by the compaction attempt (lib/compaction/compact-session.ts) ----
+
+/** Heartbeat labels written through LineageStore.touchActivity (SPEC C5). */
+export const ACTIVITY_LABELS = {
+  started: 'compaction started',
+  inProgress: 'compaction in progress',
+  completed: 'compaction completed',
+  failed: 'compaction failed',
+} as const;
+
+/** Minimal logger surface the attempt needs (Powertools Logger satisfies it). */
+export interface CompactionLogger {
+  info(message: string, ...extra: unknown[]): void;
+  warn(message: string, ...extra: unknown[]): void;
+  error(message: string, ...extra: unknown[]): void;
+}
+
+/** What the attempt needs from a lease refresher (LeaseRefresher satisfies it; SPEC L5). */
+export interface AttemptRefresher {
+  start(): void;
+  stop(): Promise<void>;
+  /** Aborts when the refresher gives up: the attempt must not commit. */
+  readonly signal: AbortSignal;
+}
+
+export interface AttemptRefresherOptions {
+  refresh: () => Promise<boolean>;
+  ttlMs: number;
+  intervalMs?: number;
+  onGiveUp?: (reason: string) => void;
+}
+
+export type RefresherFactory = (opts: AttemptRefresherOptions) => AttemptRefresher;
+
+export interface CompactionDeps {
+  lease: LeaseApi;
+  store: LineageStore;
+  engine: CompressionEngine;
+  /** Lease TTL; the refresher keeps it alive while the attempt runs. Default 30 s. */
+  leaseTtlMs?: number;
+  /** Heartbeat period (C5); anything but a finite positive number means 60 s. */
+  heartbeatIntervalMs?: unknown;
+  /** Refresh period; default `defaultRefreshInterval(leaseTtlMs)` (L5). */
+  refreshIntervalMs?: number;
+  /** No commit when `req.remainingTimeMs()` is below this (C9). Default 5 s. */
+  commitSafetyMarginMs?: number;
+  /** Called for every warning as it arises (C12). If it throws, the attempt stops there: no commit, the error propagates, the lease is released. */
+  onWarning?: (w: string) => void;
+  logger?: CompactionLogger;
+  /** Builds the lease refresher; tests inject faulty ones. Default `new LeaseRefresher(opts)`. */
+  createRefresher?: RefresherFactory;
+  now?: () => number;
+}
