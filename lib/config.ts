@@ -2,12 +2,26 @@
 // local stack written by `npm start` (infra/local/.local-stack.json is read by infra, not here).
 import { z } from 'zod';
 
+/** Unset and empty mean the same thing for optional variables (serverless writes '' for absent ones). */
+const optionalString = z.preprocess((v) => (v === '' ? undefined : v), z.string().min(1).optional());
+
 const schema = z.object({
   REDIS_URLS: z.string().min(1).default('redis://127.0.0.1:6379'),
-  DYNAMODB_ENDPOINT: z.string().url().optional(),
+  DYNAMODB_ENDPOINT: z.preprocess((v) => (v === '' ? undefined : v), z.string().url().optional()),
   AWS_REGION: z.string().default('us-east-1'),
   TABLE_NAME: z.string().min(1).default('session-lineage'),
   LEASE_TTL_MS: z.coerce.number().int().positive().default(30_000),
+  /** SQS queue for after-turn events (deployed). */
+  AFTER_TURN_QUEUE_URL: optionalString,
+  /** serverless-offline Lambda invoke endpoint (local): after-turn events go straight to the function. */
+  LOCAL_LAMBDA_ENDPOINT: optionalString,
+  /** Sessions above this many tokens are compacted after a turn (SPEC F3). */
+  COMPACTION_TOKEN_THRESHOLD: z.coerce.number().int().positive().default(8_000),
+  OPENAI_BASE_URL: optionalString,
+  OPENAI_API_KEY: optionalString,
+  OPENAI_MODEL: optionalString,
+  /** HTTP API: largest request body accepted (SPEC F1, 413 above it). */
+  MAX_BODY_BYTES: z.coerce.number().int().positive().default(1_048_576),
 });
 
 export type Config = z.infer<typeof schema>;
