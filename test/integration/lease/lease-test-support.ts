@@ -1,0 +1,51 @@
+// Shared helpers for lease integration tests: real ioredis clients (via lib/clients.ts)
+// and a counter FenceIssuer (the injected dependency, not a Redis mock).
+import { randomUUID } from 'node:crypto';
+import type { Redis } from 'ioredis';
+import { createRedisClients, waitForRedis } from '../../../lib/clients.js';
+import { SessionLease, type FenceIssuer } from '../../../lib/lease/index.js';
+
+export class CountingFenceIssuer implements FenceIssuer {
+  private readonly counters = new Map<string, number>();
+  readonly calls: string[] = [];
+  async nextFence(sessionKey: string): Promise<number> {
+    this.calls.push(sessionKey);
+    const next = (this.counters.get(sessionKey) ?? 0) + 1;
+    this.counters.set(sessionKey, next);
+    return next;
+  }
+}
+
+export function sharedRedisUrls(): string[] {
+  const urls = process.env.REDIS_URLS?.split(',').filter(Boolean) ?? [];
+  if (urls.length === 0) throw new Error('REDIS_URLS not set: run through test/vitest.config.ts');
+  return urls;
+}
+
+export function newSessionKey(): string {
+  return `tenant-${randomUUID()}/session-${randomUUID()}`;
+}
+
+export interface LeaseHarness {
+  lease: SessionLease;
+  clients: Redis[];
+  fences: FenceIssuer;
+  close(): void;
+}
+
+/** A SessionLease with its own connections (independent, like another Lambda container). */
+export async function leaseOn(urls: readonly string[], fences: FenceIssuer = new CountingFenceIssuer()): Promise<LeaseHarness> {
+  const clients = createRedisClients(urls);
+  await waitForRedis(clients);
+  return {
+    lease: new SessionLease({ clients, fenceIssuer: fences }),
+    clients,
+    fences,
+    close: () => clients.forEach((c) => c.disconnect()),
+  };
+}
+
+/** The raw value of the lease key on every node (null where absent). */
+export async function valuesOnNodes(clients: readonly Redis[], sessionKey: string): Promise<(string | null)[]> {
+  return Promise.all(clients.map((c) => c.get(`lease:session:${sessionKey}`)));
+}
