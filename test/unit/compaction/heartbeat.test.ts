@@ -1,0 +1,70 @@
+import { describe, expect, it } from 'vitest';
+import { ActivityHeartbeat, heartbeatIntervalMs } from '../../../lib/compaction/heartbeat.js';
+import { ACTIVITY_LABELS } from '../../../lib/compaction/types.js';
+
+async function waitFor(cond: () => boolean, what: string): Promise<void> {
+  for (let i = 0; i < 1000; i++) {
+    if (cond()) return;
+    await new Promise((r) => setTimeout(r, 10));
+  }
+  throw new Error(`timed out waiting for ${what}`);
+}
+
+describe('ActivityHeartbeat', () => {
+  it.each([[Number.NaN], [Number.POSITIVE_INFINITY], [Number.NEGATIVE_INFINITY], [0], [-1], ['abc'], ['100'], [undefined], [null]])(
+    'C5: interval %s falls back to 60 s',
+    (v) => {
+      expect(heartbeatIntervalMs(v)).toBe(60_000);
+      expect(new ActivityHeartbeat(() => undefined, v).intervalMs).toBe(60_000);
+    },
+  );
+
+  it('C5: a finite positive interval is kept', () => {
+    expect(heartbeatIntervalMs(250)).toBe(250);
+    expect(heartbeatIntervalMs(0.5)).toBe(0.5);
+  });
+
+  it('C5: started, then in progress every interval, then completed', async () => {
+    const calls: string[] = [];
+    const hb = new ActivityHeartbeat((l) => void calls.push(l), 10);
+    hb.start();
+    await waitFor(() => calls.filter((c) => c === ACTIVITY_LABELS.inProgress).length >= 2, 'two in-progress ticks');
+    await hb.stop('completed');
+    const n = calls.length;
+    expect(calls[0]).toBe(ACTIVITY_LABELS.started);
+    expect(calls.at(-1)).toBe(ACTIVITY_LABELS.completed);
+    expect(calls.slice(1, -1).every((c) => c === ACTIVITY_LABELS.inProgress)).toBe(true);
+    // Stopped means stopped: no more ticks.
+    await new Promise((r) => setTimeout(r, 50));
+    expect(calls.length).toBe(n);
+  });
+
+  it('C5: the fallback interval heartbeat writes only started and completed when stopped at once', async () => {
+    const calls: string[] = [];
+    const hb = new ActivityHeartbeat((l) => void calls.push(l), Number.POSITIVE_INFINITY);
+    hb.start();
+    await hb.stop('completed');
+    expect(calls).toEqual([ACTIVITY_LABELS.started, ACTIVITY_LABELS.completed]);
+  });
+
+  it('C5: failed is the last mark when stopped on failure; stop is idempotent', async () => {
+    const calls: string[] = [];
+    const hb = new ActivityHeartbeat((l) => void calls.push(l), 60_000);
+    hb.start();
+    await hb.stop('failed');
+    await hb.stop('completed');
+    expect(calls).toEqual([ACTIVITY_LABELS.started, ACTIVITY_LABELS.failed]);
+  });
+
+  it('C5: touches that throw or reject never escape', async () => {
+    let n = 0;
+    const hb = new ActivityHeartbeat((l) => {
+      n++;
+      if (l === ACTIVITY_LABELS.inProgress) return Promise.reject(new Error('touch rejected'));
+      throw new Error('touch boom');
+    }, 5);
+    expect(() => hb.start()).not.toThrow();
+    await waitFor(() => n >= 3, 'a few touches');
+    await expect(hb.stop('completed')).resolves.toBeUndefined();
+  });
+});
