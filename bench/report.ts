@@ -1,0 +1,164 @@
+// Renders bench results as a plain-text table and as bench/README.md (with the last chaos counts).
+import { existsSync, readFileSync, writeFileSync } from 'node:fs';
+import type { BundleRow } from './bundle-bench.js';
+import type { CommitBenchResult } from './commit-bench.js';
+import type { ContentionRow } from './contention-bench.js';
+import type { LeaseBenchResult } from './lease-bench.js';
+import type { QuorumBenchResult } from './quorum-bench.js';
+import type { ScaleRow } from './scale-bench.js';
+import type { Comparison } from './stats.js';
+
+export interface BenchResults {
+  startedAt: string;
+  /** BENCH_SCALE multiplier of iteration counts. */
+  scale: number;
+  node: string;
+  cpus: number;
+  durationSeconds?: number;
+  lease?: LeaseBenchResult[];
+  commit?: CommitBenchResult;
+  contention?: ContentionRow[];
+  sessions?: ScaleRow[];
+  quorum?: QuorumBenchResult;
+  bundles?: BundleRow[];
+}
+
+const ms = (x: number) => (Number.isFinite(x) ? `${x.toFixed(2)} ms` : 'n/a');
+const cmp = (c: Comparison) => `${ms(c.subject.p50)} / ${ms(c.subject.p99)} | ${ms(c.baseline.p50)} / ${ms(c.baseline.p99)} | ${c.ratioP50}x`;
+
+function table(head: string[], rows: (string | number)[][]): string {
+  return [`| ${head.join(' | ')} |`, `|${head.map(() => '---').join('|')}|`, ...rows.map((r) => `| ${r.join(' | ')} |`)].join('\n');
+}
+
+export function sections(r: BenchResults): string[] {
+  const out: string[] = [];
+  if (r.lease) {
+    const rows: (string | number)[][] = [];
+    for (const l of r.lease) {
+      rows.push([`acquire, ${l.nodes} node(s)`, 'SET NX PX', ...cmp(l.acquireVsSetNx).split(' | ')]);
+      rows.push([`refresh, ${l.nodes} node(s)`, 'GET', ...cmp(l.refreshVsGet).split(' | ')]);
+      rows.push([`release, ${l.nodes} node(s)`, 'GET', ...cmp(l.releaseVsGet).split(' | ')]);
+      if (l.acquireWithStoreFenceVsSetNx) rows.push([`acquire + DynamoDB fence, ${l.nodes} nodes`, 'SET NX PX', ...cmp(l.acquireWithStoreFenceVsSetNx).split(' | ')]);
+    }
+    out.push(`### Lease vs bare Redis (same nodes, interleaved, ${r.lease[0]?.iterations} iterations)\n\n` + table(['operation', 'baseline', 'lease p50 / p99', 'baseline p50 / p99', 'ratio of p50s'], rows));
+  }
+  if (r.commit) {
+    out.push(
+      `### Coordinated commit vs bare TransactWriteItems (${r.commit.iterations} iterations each)\n\n` +
+        table(
+          ['commit', 'coordinated p50 / p99', 'bare transaction p50 / p99', 'ratio of p50s'],
+          [
+            ['rotation (lease + beginAttempt + commitRotation + release)', ...cmp(r.commit.rotationVsBareTransaction).split(' | ')],
+            ['in place (lease + beginAttempt + commitInPlace + release)', ...cmp(r.commit.inPlaceVsBareTransaction).split(' | ')],
+          ],
+        ),
+    );
+  }
+  if (r.contention) {
+    out.push(
+      `### Contention on one session\n\n` +
+        table(
+          ['contenders', 'rounds', 'loser → skipped p50 / p99', 'Redis GET p50', 'ratio', 'outcomes', 'forks', 'leaked leases'],
+          r.contention.map((c) => [
+            c.contenders,
+            c.rounds,
+            `${ms(c.loserSkip.p50)} / ${ms(c.loserSkip.p99)}`,
+            ms(c.redisRoundTrip.p50),
+            `${c.ratioP50}x`,
+            Object.entries(c.outcomes).map(([k, v]) => `${k} ${v}`).join(', '),
+            c.forks,
+            c.leakedLeases,
+          ]),
+        ),
+    );
+  }
+  if (r.sessions) {
+    out.push(
+      `### Many sessions, bounded concurrency\n\n` +
+        table(
+          ['sessions', 'concurrency', 'seconds', 'sessions/s', 'compressed', 'other', 'forks'],
+          r.sessions.map((s) => [s.sessions, s.concurrency, s.seconds, s.perSecond, s.compressed, JSON.stringify(s.other), s.forks]),
+        ),
+    );
+  }
+  if (r.quorum) {
+    const q = r.quorum;
+    out.push(
+      `### Quorum loss (2 of 3 Redis nodes SIGKILLed)\n\n` +
+        table(
+          ['measure', 'p50 / p99'],
+          [
+            ['normal acquire (3 up)', `${ms(q.normalAcquire.p50)} / ${ms(q.normalAcquire.p99)}`],
+            ['acquire → LeaseUnavailableError (1 up)', `${ms(q.acquireToUnavailable.p50)} / ${ms(q.acquireToUnavailable.p99)}`],
+            ['compactSession → skipped (1 up)', `${ms(q.compactionToSkipped.p50)} / ${ms(q.compactionToSkipped.p99)}`],
+            ['ratio of p50s (unavailable / normal)', `${q.ratioP50}x`],
+            ['outcomes; engine calls', `${JSON.stringify(q.outcomes)}; ${q.engineCalls}`],
+          ],
+        ),
+    );
+  }
+  if (r.bundles?.length) {
+    out.push(
+      `### Lambda bundles (esbuild, minified ESM, node22)\n\n` +
+        table(
+          ['function', 'size', 'largest inputs', 'import p50 (bundle / empty / ratio)', 'process p50 (bundle / empty / ratio)'],
+          r.bundles.map((b) => [
+            b.fn,
+            `${b.kib} KiB`,
+            b.topInputs.map((t) => `${t.path} ${t.kib} KiB`).join('; '),
+            `${ms(b.importMs.subject.p50)} / ${ms(b.importMs.baseline.p50)} / ${b.importMs.ratioP50}x`,
+            `${ms(b.processMs.subject.p50)} / ${ms(b.processMs.baseline.p50)} / ${b.processMs.ratioP50}x`,
+          ]),
+        ),
+    );
+  }
+  return out;
+}
+
+export function summaryTable(r: BenchResults): string {
+  return sections(r).join('\n\n');
+}
+
+function chaosSection(chaosFile: string): string {
+  if (!existsSync(chaosFile)) return 'No chaos run recorded yet: run `npm run test:chaos`.';
+  const c = JSON.parse(readFileSync(chaosFile, 'utf8')) as Record<string, number | string>;
+  return table(
+    ['races run', 'interleavings explored', 'crashes injected', 'node faults injected', 'inputs tried', 'forks found', 'leaked leases', 'run time', 'CHAOS_SCALE', 'when'],
+    [[c.racesRun!, c.interleavingsExplored!, c.crashesInjected!, c.nodeFaultsInjected!, c.inputsTried!, c.forksFound!, c.leakedLeases!, `${Math.round(Number(c.durationMs) / 1000)} s`, c.scale!, c.finishedAt!]],
+  );
+}
+
+export function writeReadme(file: string, r: BenchResults, chaosFile = new URL('../test/chaos/.last-counts.json', import.meta.url).pathname): void {
+  const body = `# Benchmarks and the fault suite
+
+Generated by \`npm run bench\` (last run ${r.startedAt}, ${r.durationSeconds ?? '?'} s, Node ${r.node}, ${r.cpus} CPUs, BENCH_SCALE=${r.scale}).
+Raw numbers: \`bench/results/latest.json\` (and one timestamped file per run).
+
+## How to read these numbers
+
+- The machine is shared and noisy, so absolute milliseconds mean little. Each comparison runs the subject and its
+  bare baseline **alternately in one run on the same servers** and reports p50 / p99 of each and the **ratio of p50s**.
+- Lease rows: \`SessionLease\` (Redlock over N nodes, token-checked Lua) vs a bare \`SET NX PX\` / \`GET\` sent to the same
+  N nodes in parallel. The lease rows use an in-process fence counter so they show the Redis cost only; the
+  "+ DynamoDB fence" row adds the real fencing number (an atomic counter update in DynamoDB Local).
+- Commit rows: a whole \`compactSession\` with an instant engine (lease, fence, beginAttempt, heartbeat touches, the
+  commit transaction, release) vs one bare "put child + update parent" TransactWriteItems on the same DynamoDB Local.
+- Contention: N callers compact one session at once while the winner's engine takes 300 ms; "loser → skipped" is
+  how long a loser waits to be told \`skipped\` (it never waits for the lease), compared with one Redis GET.
+  Forks and leaked leases must be 0.
+- Quorum loss: two of three Redis nodes are SIGKILLed; a request must learn \`lease_unavailable\` in milliseconds
+  (SPEC L4), not after the client's reconnect budget.
+- Bundles: each \`functions/*.ts\` bundled by esbuild (minified ESM for nodejs22.x); "import" is the in-process
+  \`await import()\` time in a fresh \`node\`, "process" the whole spawn-to-exit time, each vs an empty module.
+
+${sections(r).join('\n\n')}
+
+## Fault suite (\`npm run test:chaos\`, last run)
+
+${chaosSection(chaosFile)}
+
+What each chaos file proves is written at the top of the file (test/chaos/*.test.ts); the counts above are
+summed from every file's afterAll into \`test/chaos/.last-counts.json\`.
+`;
+  writeFileSync(file, body);
+}

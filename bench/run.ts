@@ -1,0 +1,76 @@
+// `npm run bench`: starts its own local stack, runs every benchmark, writes
+// bench/results/<timestamp>.json + latest.json, prints a summary table and regenerates bench/README.md.
+// BENCH_SCALE (default 1) multiplies iteration counts; BENCH_ONLY=lease,commit,... picks sections.
+import { mkdirSync, writeFileSync } from 'node:fs';
+import { fileURLToPath } from 'node:url';
+import { startLocalStack } from '../infra/local/stack.js';
+import { startRedis } from '../infra/local/processes.js';
+import { makeCoordinator } from '../test/support/chaos/coordinator.js';
+import { benchBundles } from './bundle-bench.js';
+import { benchCommit } from './commit-bench.js';
+import { benchContention } from './contention-bench.js';
+import { benchLease } from './lease-bench.js';
+import { benchQuorumLoss } from './quorum-bench.js';
+import { writeReadme, summaryTable, type BenchResults } from './report.js';
+import { benchScale } from './scale-bench.js';
+
+const scale = Number(process.env.BENCH_SCALE ?? 1) || 1;
+const n = (x: number) => Math.max(3, Math.round(x * scale));
+const only = new Set((process.env.BENCH_ONLY ?? '').split(',').filter(Boolean));
+const want = (s: string) => only.size === 0 || only.has(s);
+const root = fileURLToPath(new URL('..', import.meta.url));
+
+const started = Date.now();
+// Own servers always (env: {}), never whatever REDIS_URLS the shell points at.
+const stack = await startLocalStack({ redisNodes: 3, tableName: 'session-lineage-bench', env: {} });
+const single = await startRedis();
+const coord = await makeCoordinator({ redisUrls: stack.redisUrls, dynamodbEndpoint: stack.dynamodbEndpoint, tableName: stack.tableName });
+const results: BenchResults = { startedAt: new Date(started).toISOString(), scale, node: process.version, cpus: (await import('node:os')).cpus().length };
+const step = (name: string) => console.error(`[bench] ${name} (${((Date.now() - started) / 1000).toFixed(0)} s)`);
+try {
+  if (want('lease')) {
+    step('lease, 1 node');
+    const one = await benchLease([single.url], n(300));
+    step('lease, 3 nodes');
+    const three = await benchLease(stack.redisUrls, n(300), coord.store);
+    results.lease = [one, three];
+  }
+  if (want('commit')) {
+    step('commit');
+    results.commit = await benchCommit(coord, n(60));
+  }
+  if (want('contention')) {
+    step('contention');
+    results.contention = await benchContention(coord, [1, 4, 16, 64], n(4));
+  }
+  if (want('scale')) {
+    step('scale');
+    results.sessions = await benchScale(coord, [100, 300, 1000].map((s) => Math.max(10, Math.round(s * Math.min(1, scale)))), 32);
+  }
+  if (want('quorum')) {
+    step('quorum loss');
+    results.quorum = await benchQuorumLoss(coord.store, n(30));
+  }
+  if (want('bundles')) {
+    step('bundles');
+    results.bundles = await benchBundles(`${root}functions`, n(6), {
+      PATH: process.env.PATH,
+      TABLE_NAME: stack.tableName,
+      AWS_REGION: 'us-east-1',
+      REDIS_URLS: stack.redisUrls.join(','),
+      DYNAMODB_ENDPOINT: stack.dynamodbEndpoint,
+    });
+  }
+} finally {
+  await coord.close();
+  await single.stop();
+  await stack.stop();
+}
+results.durationSeconds = Math.round((Date.now() - started) / 1000);
+mkdirSync(`${root}bench/results`, { recursive: true });
+const stamp = results.startedAt.replace(/[:.]/g, '-');
+writeFileSync(`${root}bench/results/${stamp}.json`, JSON.stringify(results, null, 2) + '\n');
+writeFileSync(`${root}bench/results/latest.json`, JSON.stringify(results, null, 2) + '\n');
+console.log(summaryTable(results));
+if (only.size === 0) writeReadme(`${root}bench/README.md`, results);
+console.log(`\nbench took ${results.durationSeconds} s; results in bench/results/latest.json`);

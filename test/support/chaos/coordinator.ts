@@ -1,0 +1,46 @@
+// The real lease + store wired the way the runtime wires them, on servers the caller picks
+// (the shared test stack, or nodes a chaos test owns and kills).
+import type { DynamoDBClient } from '@aws-sdk/client-dynamodb';
+import type { Redis } from 'ioredis';
+import { createDynamoClient, createRedisClients, waitForRedis } from '../../../lib/clients.js';
+import { SessionLease } from '../../../lib/lease/index.js';
+import { DynamoLineageStore } from '../../../lib/lineage/index.js';
+
+export interface Coordinator {
+  redis: Redis[];
+  ddb: DynamoDBClient;
+  store: DynamoLineageStore;
+  lease: SessionLease;
+  tableName: string;
+  close(): Promise<void>;
+}
+
+export interface CoordinatorOptions {
+  redisUrls?: readonly string[];
+  /** Use these clients instead of creating them (they are not closed by close()). */
+  redisClients?: Redis[];
+  dynamodbEndpoint?: string;
+  tableName?: string;
+  keyPrefix?: string;
+}
+
+export async function makeCoordinator(opts: CoordinatorOptions = {}): Promise<Coordinator> {
+  const ownRedis = !opts.redisClients;
+  const redis = opts.redisClients ?? createRedisClients(opts.redisUrls ?? (process.env.REDIS_URLS ?? '').split(','));
+  await waitForRedis(redis);
+  const ddb = createDynamoClient({ endpoint: opts.dynamodbEndpoint ?? process.env.DYNAMODB_ENDPOINT });
+  const tableName = opts.tableName ?? process.env.TABLE_NAME ?? 'session-lineage-test';
+  const store = new DynamoLineageStore({ client: ddb, tableName });
+  const lease = new SessionLease({ clients: redis, fenceIssuer: store, ...(opts.keyPrefix ? { keyPrefix: opts.keyPrefix } : {}) });
+  return {
+    redis,
+    ddb,
+    store,
+    lease,
+    tableName,
+    async close() {
+      if (ownRedis) for (const c of redis) c.disconnect();
+      ddb.destroy();
+    },
+  };
+}
