@@ -1,0 +1,98 @@
+// One SQS batch of after-turn events: parse, de-duplicate by messageId, handle each
+// record, and say which records failed (ReportBatchItemFailures). No AWS event types.
+import type { DynamoDBPersistenceLayer } from '@aws-lambda-powertools/idempotency/dynamodb';
+import type { CompactionLogger } from '../compaction/types.js';
+import { StoreRetryableError } from '../lineage/errors.js';
+import { AfterTurnRetryableError, InvalidAfterTurnEventError } from './errors.js';
+import { parseAfterTurnBody } from './event.js';
+import { handleAfterTurn, type AfterTurnDeps, type AfterTurnResult } from './handle-after-turn.js';
+import { idempotentPerMessage, type RemainingTime } from './idempotency.js';
+import type { QueueMessage } from './local-invoke.js';
+import type { AfterTurnEvent } from './publisher.js';
+
+export interface AfterTurnConsumerDeps extends AfterTurnDeps {
+  persistence: DynamoDBPersistenceLayer;
+  idempotencyTtlSeconds: number;
+  logger?: CompactionLogger;
+  /** Records not started when less time than this remains; they are redelivered. Default 10 s. */
+  minRemainingMsToStart?: number;
+}
+
+export interface Invocation extends RemainingTime {
+  functionName: string;
+  awsRequestId: string;
+}
+
+export type RecordReport =
+  | { messageId: string; ok: true; result: AfterTurnResult; replayed: boolean }
+  | { messageId: string; ok: false; error: string; retryable: boolean };
+
+export interface BatchReport {
+  failedMessageIds: string[];
+  records: RecordReport[];
+}
+
+const silent: CompactionLogger = { info: () => undefined, warn: () => undefined, error: () => undefined };
+
+type Payload = { messageId: string; event: AfterTurnEvent; holder: string };
+
+export class AfterTurnConsumer {
+  constructor(private readonly deps: AfterTurnConsumerDeps) {}
+
+  async processBatch(messages: readonly QueueMessage[], inv: Invocation): Promise<BatchReport> {
+    const log = this.deps.logger ?? silent;
+    const ran = new Set<string>();
+    const run = idempotentPerMessage(
+      async (p: Payload) => {
+        ran.add(p.messageId);
+        return handleAfterTurn(this.deps, {
+          event: p.event,
+          holder: p.holder,
+          remainingTimeMs: () => inv.getRemainingTimeInMillis(),
+        });
+      },
+      this.deps.persistence,
+      { ttlSeconds: this.deps.idempotencyTtlSeconds, invocation: inv },
+    );
+
+    const records: RecordReport[] = [];
+    // One record at a time: records of one session must not contend with each other.
+    for (const m of messages) {
+      if (inv.getRemainingTimeInMillis() < (this.deps.minRemainingMsToStart ?? 10_000)) {
+        records.push({ messageId: m.messageId, ok: false, error: 'not started: invocation nearly out of time', retryable: true });
+        continue;
+      }
+      try {
+        const event = parseAfterTurnBody(m.body);
+        // Review forks are refused by rule before anything is written, idempotency record included (C13).
+        const result =
+          event.origin === 'review'
+            ? await handleAfterTurn(this.deps, { event, holder: '' })
+            : await run({ messageId: m.messageId, event, holder: `${inv.functionName}:${inv.awsRequestId}:${m.messageId}` });
+        const replayed = event.origin !== 'review' && !ran.has(m.messageId);
+        log.info('after-turn record handled', { messageId: m.messageId, ...event, result, replayed });
+        records.push({ messageId: m.messageId, ok: true, result, replayed });
+      } catch (err) {
+        records.push(this.failure(m.messageId, err, log));
+      }
+    }
+    return { failedMessageIds: records.filter((r) => !r.ok).map((r) => r.messageId), records };
+  }
+
+  private failure(messageId: string, err: unknown, log: CompactionLogger): RecordReport {
+    const e = err instanceof Error ? err : new Error(String(err));
+    const retryable =
+      err instanceof AfterTurnRetryableError ||
+      err instanceof StoreRetryableError ||
+      // Another delivery of this messageId is running; this copy is retried after it.
+      e.name === 'IdempotencyAlreadyInProgressError';
+    if (err instanceof InvalidAfterTurnEventError) {
+      log.error('after-turn body rejected; reported failed so it dead-letters after maxReceiveCount', { messageId, error: e.message });
+    } else if (retryable) {
+      log.warn('after-turn record will be retried', { messageId, error: e.message, errorName: e.name });
+    } else {
+      log.error('after-turn record failed', { messageId, error: e.message, errorName: e.name, stack: e.stack });
+    }
+    return { messageId, ok: false, error: `${e.name}: ${e.message}`, retryable };
+  }
+}

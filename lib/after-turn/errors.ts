@@ -1,0 +1,20 @@
+// Why an after-turn record failed; the batch reports each failed record to SQS.
+
+/** Worth another delivery: the lease backend was down, the attempt lost its lease or was cancelled. */
+export class AfterTurnRetryableError extends Error {
+  override readonly name = 'AfterTurnRetryableError';
+  constructor(
+    readonly reason: string,
+    message = `compaction did not run: ${reason}`,
+  ) {
+    super(message);
+  }
+}
+
+/**
+ * A body no retry can fix. Still reported as a batch failure: after the queue's
+ * maxReceiveCount it lands in the dead-letter queue, where it can be inspected.
+ */
+export class InvalidAfterTurnEventError extends Error {
+  override readonly name = 'InvalidAfterTurnEventError';
+}

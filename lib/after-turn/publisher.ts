@@ -1,0 +1,83 @@
+// Publishes "a turn finished on this session" so the after-turn consumer can decide
+// whether compaction is due (SPEC F3). Three transports, chosen by the environment.
+import { randomUUID } from 'node:crypto';
+import { SendMessageCommand, SQSClient } from '@aws-sdk/client-sqs';
+import type { CompactionOrigin } from '../compaction/types.js';
+import { afterTurnFunctionName, sqsShapedEvent } from './local-invoke.js';
+
+export interface AfterTurnEvent {
+  tenantId: string;
+  sessionId: string;
+  origin: CompactionOrigin;
+}
+
+export interface AfterTurnPublisher {
+  publish(e: AfterTurnEvent): Promise<void>;
+}
+
+type Log = (message: string, extra?: Record<string, unknown>) => void;
+
+const defaultLog: Log = (message, extra) => console.warn(JSON.stringify({ level: 'WARN', message, ...extra }));
+
+export class SqsAfterTurnPublisher implements AfterTurnPublisher {
+  constructor(
+    private readonly queueUrl: string,
+    private readonly client: SQSClient = new SQSClient({}),
+  ) {}
+
+  async publish(e: AfterTurnEvent): Promise<void> {
+    await this.client.send(new SendMessageCommand({ QueueUrl: this.queueUrl, MessageBody: JSON.stringify(e) }));
+  }
+}
+
+/**
+ * Local development: serverless-offline exposes the Lambda Invoke API; we hand the
+ * afterTurn function the event SQS would have delivered. InvocationType Event makes
+ * serverless-offline answer 202 at once and run the handler in the background, like SQS.
+ */
+export class LocalLambdaAfterTurnPublisher implements AfterTurnPublisher {
+  constructor(
+    private readonly endpoint: string,
+    private readonly functionName: string,
+    private readonly region = 'us-east-1',
+  ) {}
+
+  async publish(e: AfterTurnEvent): Promise<void> {
+    const url = `${this.endpoint.replace(/\/+$/, '')}/2015-03-31/functions/${encodeURIComponent(this.functionName)}/invocations`;
+    const res = await fetch(url, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', 'x-amz-invocation-type': 'Event' },
+      body: JSON.stringify(sqsShapedEvent([{ messageId: randomUUID(), body: JSON.stringify(e) }], this.region)),
+      signal: AbortSignal.timeout(5000),
+    });
+    if (res.status !== 202 && res.status !== 200) {
+      throw new Error(`local invoke of ${this.functionName} failed: HTTP ${res.status} ${await res.text()}`);
+    }
+    await res.body?.cancel();
+  }
+}
+
+/** Neither a queue nor a local endpoint: compaction only happens on explicit request. */
+export class NoopAfterTurnPublisher implements AfterTurnPublisher {
+  private warned = false;
+  constructor(private readonly log: Log = defaultLog) {}
+
+  async publish(e: AfterTurnEvent): Promise<void> {
+    if (this.warned) return;
+    this.warned = true;
+    this.log('after-turn events are dropped: neither AFTER_TURN_QUEUE_URL nor LOCAL_LAMBDA_ENDPOINT is set', {
+      tenantId: e.tenantId,
+      sessionId: e.sessionId,
+    });
+  }
+}
+
+export function publisherFromEnv(env: NodeJS.ProcessEnv = process.env, log: Log = defaultLog): AfterTurnPublisher {
+  if (env.AFTER_TURN_QUEUE_URL) {
+    return new SqsAfterTurnPublisher(env.AFTER_TURN_QUEUE_URL, new SQSClient({ region: env.AWS_REGION }));
+  }
+  if (env.LOCAL_LAMBDA_ENDPOINT) {
+    return new LocalLambdaAfterTurnPublisher(env.LOCAL_LAMBDA_ENDPOINT, afterTurnFunctionName(env), env.AWS_REGION);
+  }
+  return new NoopAfterTurnPublisher(log);
+}

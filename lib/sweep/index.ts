@@ -1,0 +1,1 @@
+export { runSweep, type SweepDeps, type SweepResult } from './run-sweep.js';
