@@ -1,0 +1,81 @@
+// Expiry and keep-alive on real Redis with real timers (SPEC L7, L5). No duration is
+// asserted: we poll for the expected state with generous bounds.
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { LeaseRefresher, type AcquireResult, type Lease } from '../../../lib/lease/index.js';
+import { CountingFenceIssuer, leaseOn, newSessionKey, sharedRedisUrls, valuesOnNodes, type LeaseHarness } from './lease-test-support.js';
+
+function acquired(r: AcquireResult): Lease {
+  if (!r.acquired) throw new Error(`expected acquired, held by ${r.holder}`);
+  return r;
+}
+
+describe('lease expiry and refresh', () => {
+  let a: LeaseHarness;
+  let b: LeaseHarness;
+
+  beforeAll(async () => {
+    const fences = new CountingFenceIssuer();
+    a = await leaseOn(sharedRedisUrls(), fences);
+    b = await leaseOn(sharedRedisUrls(), fences);
+  });
+  afterAll(() => {
+    a.close();
+    b.close();
+  });
+
+  it('L7: an expired lease is reclaimed by a new holder with a newer fence; the old owner can no longer refresh or release it', async () => {
+    const key = newSessionKey();
+    const old = acquired(await a.lease.tryAcquire(key, { ttlMs: 300, holder: 'crashed' }));
+    expect(await b.lease.tryAcquire(key, { ttlMs: 30_000, holder: 'next' })).toEqual({ acquired: false, holder: old.token });
+    let next: Lease | undefined;
+    await vi.waitFor(
+      async () => {
+        const r = await b.lease.tryAcquire(key, { ttlMs: 30_000, holder: 'next' });
+        expect(r.acquired).toBe(true);
+        next = acquired(r);
+      },
+      { timeout: 10_000, interval: 50 },
+    );
+    expect(next!.fence).toBeGreaterThan(old.fence);
+    expect(await a.lease.refresh(old)).toEqual({ refreshed: false, reason: 'not_owner' });
+    expect(await a.lease.release(old)).toEqual({ released: false, reason: 'not_owner' });
+    expect(await valuesOnNodes(b.clients, key)).toEqual([next!.token, next!.token, next!.token]);
+    expect(await b.lease.release(next!)).toEqual({ released: true });
+  });
+
+  it("L7/L5: a live owner's refresher keeps the lease past its initial TTL", async () => {
+    const key = newSessionKey();
+    const ttlMs = 600;
+    const lease = acquired(await a.lease.tryAcquire(key, { ttlMs, holder: 'alive' }));
+    const refresh = vi.fn(async () => (await a.lease.refresh(lease)).refreshed);
+    const refresher = new LeaseRefresher({ refresh, ttlMs, intervalMs: 150 });
+    refresher.start();
+    try {
+      await sleep(3 * ttlMs);
+      expect(refresher.signal.aborted).toBe(false);
+      expect(refresh.mock.calls.length).toBeGreaterThan(1);
+      expect(await b.lease.holderOf(key)).toBe(lease.token);
+      expect(await b.lease.tryAcquire(key, { ttlMs, holder: 'intruder' })).toEqual({ acquired: false, holder: lease.token });
+    } finally {
+      await refresher.stop();
+    }
+    expect(await a.lease.release(lease)).toEqual({ released: true });
+  });
+
+  it('L5/L7: when the lease is taken over, the refresher gives up and aborts its signal', async () => {
+    const key = newSessionKey();
+    const ttlMs = 2000;
+    const lease = acquired(await a.lease.tryAcquire(key, { ttlMs, holder: 'paused' }));
+    const onGiveUp = vi.fn();
+    const refresher = new LeaseRefresher({ refresh: async () => (await a.lease.refresh(lease)).refreshed, ttlMs, intervalMs: 100, onGiveUp });
+    // Another holder took the key (as after an expiry under a paused owner).
+    await Promise.all(a.clients.map((c) => c.set(`lease:session:${key}`, 'other#1', 'PX', 30_000)));
+    refresher.start();
+    await vi.waitFor(() => expect(refresher.signal.aborted).toBe(true), { timeout: 10_000, interval: 50 });
+    expect(onGiveUp).toHaveBeenCalledTimes(1);
+    await refresher.stop();
+    expect(await a.lease.holderOf(key)).toBe('other#1');
+    await Promise.all(a.clients.map((c) => c.del(`lease:session:${key}`)));
+  });
+});
