@@ -1,0 +1,220 @@
+// Outcomes of one attempt against real Redis + DynamoDB Local: C1, C2, C4, C7, C10, C11, C13.
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createRedisClients, waitForRedis } from '../../../lib/clients.js';
+import { compactSession } from '../../../lib/compaction/index.js';
+import type { CompactionDeps } from '../../../lib/compaction/types.js';
+import { SessionLease } from '../../../lib/lease/index.js';
+import { sessionKey } from '../../../lib/session-ref.js';
+import { freePort, startRedis } from '../../../infra/local/processes.js';
+import {
+  createContender,
+  lineageFields,
+  seedSession,
+  snapshot,
+  SUMMARY,
+  testEngine,
+  userTurns,
+  type Contender,
+} from '../../support/compaction-fixtures.js';
+
+let c: Contender;
+beforeAll(async () => {
+  c = await createContender();
+});
+afterAll(async () => {
+  await c.close();
+});
+
+const deps = (engine = testEngine(), extra: Partial<CompactionDeps> = {}): CompactionDeps => ({
+  lease: c.lease,
+  store: c.store,
+  engine,
+  leaseTtlMs: 10_000,
+  ...extra,
+});
+
+describe('compactSession outcomes', () => {
+  it('C10: rotation ends the parent, creates one child and persists its messages before returning', async () => {
+    const ref = await seedSession(c.store);
+    const out = await compactSession(deps(), { ref, mode: 'rotate', origin: 'turn', holder: 'fn-a' });
+    expect(out.outcome).toBe('compressed');
+    if (out.outcome !== 'compressed') return;
+    expect(out.mode).toBe('rotate');
+    expect(out.previousSessionId).toBe(ref.sessionId);
+    expect(out.sessionId).not.toBe(ref.sessionId);
+    expect(out.messages.map((m) => m.content)).toEqual(SUMMARY.map((m) => m.content));
+    const parent = await c.store.getSession(ref);
+    expect(parent?.endReason).toBe('compression');
+    expect(parent?.childSessionId).toBe(out.sessionId);
+    const children = await c.store.children(ref);
+    expect(children.map((s) => s.sessionId)).toEqual([out.sessionId]);
+    const childMessages = await c.store.readMessages({ tenantId: ref.tenantId, sessionId: out.sessionId });
+    expect(childMessages.map((m) => m.content)).toEqual(out.messages.map((m) => m.content));
+    expect(await c.lease.holderOf(sessionKey(ref))).toBeNull();
+  });
+
+  it('C11: in-place keeps the session id, makes the compacted list the active generation', async () => {
+    const ref = await seedSession(c.store);
+    const before = await c.store.getSession(ref);
+    const out = await compactSession(deps(), { ref, mode: 'in_place', origin: 'manual', holder: 'fn-a' });
+    expect(out).toMatchObject({ outcome: 'compressed', mode: 'in_place', sessionId: ref.sessionId, previousSessionId: ref.sessionId });
+    const after = await c.store.getSession(ref);
+    expect(after?.generation).toBeGreaterThan(before!.generation);
+    expect(after?.endReason).toBeUndefined();
+    expect((await c.store.readMessages(ref)).map((m) => m.content)).toEqual(out.messages.map((m) => m.content));
+    expect(await c.store.children(ref)).toEqual([]);
+    expect(await c.lease.holderOf(sessionKey(ref))).toBeNull();
+  });
+
+  it('C1: the loser of the lease race returns its input verbatim, never calls the engine, changes nothing', async () => {
+    const input = [
+      { role: 'user' as const, content: 'm1' },
+      { role: 'user' as const, content: 'm2' },
+    ];
+    const ref = await seedSession(c.store, input);
+    const held = await c.lease.tryAcquire(sessionKey(ref), { ttlMs: 10_000, holder: 'external_holder' });
+    expect(held.acquired).toBe(true);
+    if (!held.acquired) return;
+    try {
+      const before = await snapshot(c.store, ref);
+      const engine = testEngine();
+      const out = await compactSession(deps(engine), { ref, mode: 'rotate', origin: 'turn', holder: 'fn-b' });
+      expect(out).toMatchObject({ outcome: 'skipped', reason: 'locked', sessionId: ref.sessionId, holder: held.token });
+      expect(out.messages.map(({ role, content }) => ({ role, content }))).toEqual(input);
+      expect(engine.calls).toHaveLength(0);
+      expect(await snapshot(c.store, ref)).toEqual(before);
+      // The loser never touched the winner's lease.
+      expect(await c.lease.holderOf(sessionKey(ref))).toBe(held.token);
+    } finally {
+      await c.lease.release(held);
+    }
+  });
+
+  it('C2: lease backend down (servers stopped) → skipped/lease_unavailable, engine not called, store untouched', async () => {
+    const nodes = await Promise.all([startRedis(), startRedis(), startRedis()]);
+    const clients = createRedisClients(nodes.map((n) => n.url), { connectTimeoutMs: 200 });
+    try {
+      await waitForRedis(clients);
+      await Promise.all(nodes.map((n) => n.stop()));
+      const downLease = new SessionLease({ clients, fenceIssuer: c.store });
+      const ref = await seedSession(c.store);
+      const before = await snapshot(c.store, ref);
+      const engine = testEngine();
+      const out = await compactSession(
+        { ...deps(engine), lease: downLease },
+        { ref, mode: 'rotate', origin: 'turn', holder: 'fn-a' },
+      );
+      expect(out).toMatchObject({ outcome: 'skipped', reason: 'lease_unavailable', sessionId: ref.sessionId });
+      expect(out.messages).toHaveLength(20);
+      expect(engine.calls).toHaveLength(0);
+      expect(await snapshot(c.store, ref)).toEqual(before);
+    } finally {
+      for (const r of clients) r.disconnect();
+      await Promise.all(nodes.map((n) => n.stop()));
+    }
+  });
+
+  it('C2: lease backend never reachable (closed ports) → skipped/lease_unavailable, engine not called', async () => {
+    const ports = await Promise.all([freePort(), freePort(), freePort()]);
+    const clients = createRedisClients(ports.map((p) => `redis://127.0.0.1:${p}`), { connectTimeoutMs: 200 });
+    try {
+      const ref = await seedSession(c.store);
+      const before = await snapshot(c.store, ref);
+      const engine = testEngine();
+      const out = await compactSession(
+        { ...deps(engine), lease: new SessionLease({ clients, fenceIssuer: c.store }) },
+        { ref, mode: 'in_place', origin: 'turn', holder: 'fn-a' },
+      );
+      expect(out).toMatchObject({ outcome: 'skipped', reason: 'lease_unavailable' });
+      expect(engine.calls).toHaveLength(0);
+      expect(await snapshot(c.store, ref)).toEqual(before);
+    } finally {
+      for (const r of clients) r.disconnect();
+    }
+  });
+
+  it('C4: an attempt on an already rotated parent adopts the live child and never compacts again', async () => {
+    const ref = await seedSession(c.store);
+    const first = await compactSession(deps(), { ref, mode: 'rotate', origin: 'turn', holder: 'fn-a' });
+    expect(first.outcome).toBe('compressed');
+    const engine = testEngine();
+    const second = await compactSession(deps(engine), { ref, mode: 'rotate', origin: 'turn', holder: 'fn-b' });
+    expect(second).toMatchObject({ outcome: 'skipped', reason: 'adopted', sessionId: first.sessionId });
+    expect(engine.calls).toHaveLength(0);
+    expect((await c.store.children(ref)).map((s) => s.sessionId)).toEqual([first.sessionId]);
+    expect(await c.lease.holderOf(sessionKey(ref))).toBeNull();
+    // In-place on the ended parent is refused the same way.
+    const third = await compactSession(deps(engine), { ref, mode: 'in_place', origin: 'turn', holder: 'fn-c' });
+    expect(third).toMatchObject({ outcome: 'skipped', reason: 'adopted', sessionId: first.sessionId });
+    expect(engine.calls).toHaveLength(0);
+  });
+
+  describe.each(['rotate', 'in_place'] as const)('C7 no-op results never write (%s)', (mode) => {
+    it.each([
+      ['empty_result', () => []],
+      ['unchanged', (ms: readonly { role: string; content: string }[]) => structuredClone([...ms])],
+      ['grown', (ms: readonly { role: string; content: string }[]) => [...structuredClone([...ms]), { role: 'assistant', content: 'extra' }]],
+    ] as const)('C7: %s → noop, input returned, session untouched, no child, lease free', async (reason, make) => {
+      const ref = await seedSession(c.store);
+      const before = await snapshot(c.store, ref);
+      const engine = testEngine((ms) => ({ messages: make(ms) as never }));
+      const out = await compactSession(deps(engine), { ref, mode, origin: 'turn', holder: 'fn-a' });
+      expect(out).toMatchObject({ outcome: 'noop', reason, sessionId: ref.sessionId });
+      expect(out.messages).toEqual(before.messages);
+      expect(engine.calls).toHaveLength(1);
+      const after = await snapshot(c.store, ref);
+      expect(lineageFields(after.session)).toEqual(lineageFields(before.session));
+      expect(after.session?.attempt).toBeUndefined();
+      expect(after.children).toEqual([]);
+      expect(after.messages).toEqual(before.messages);
+      expect(await c.lease.holderOf(sessionKey(ref))).toBeNull();
+    });
+  });
+
+  it('C7: an empty session is nothing to compact: engine not called, nothing written', async () => {
+    const ref = await seedSession(c.store, []);
+    const engine = testEngine();
+    const out = await compactSession(deps(engine), { ref, mode: 'rotate', origin: 'turn', holder: 'fn-a' });
+    expect(out).toMatchObject({ outcome: 'noop', reason: 'nothing_to_compact', messages: [] });
+    expect(engine.calls).toHaveLength(0);
+    expect(await c.store.children(ref)).toEqual([]);
+    expect(await c.lease.holderOf(sessionKey(ref))).toBeNull();
+  });
+
+  it('C13: a review-origin request is disabled by rule: no lease, no engine, nothing written', async () => {
+    const ref = await seedSession(c.store);
+    const before = await snapshot(c.store, ref);
+    const engine = testEngine();
+    const seen: string[] = [];
+    const spyLease = { ...c.lease, tryAcquire: () => Promise.reject(new Error('must not be called')) } as unknown as CompactionDeps['lease'];
+    const out = await compactSession(
+      { ...deps(engine), lease: spyLease, onWarning: (w) => seen.push(w) },
+      { ref, mode: 'rotate', origin: 'review', holder: 'review-fork' },
+    );
+    expect(out).toMatchObject({ outcome: 'disabled', reason: 'review_origin', sessionId: ref.sessionId });
+    expect(out.messages).toEqual(before.messages);
+    expect(engine.calls).toHaveLength(0);
+    expect(seen).toEqual([]);
+    expect(await snapshot(c.store, ref)).toEqual(before);
+    expect(await c.lease.holderOf(sessionKey(ref))).toBeNull();
+  });
+
+  it('C6: the engine receives only its declared options, once, with keepLast/targetTokens from the request', async () => {
+    const ref = await seedSession(c.store);
+    const strict = testEngine(undefined, ['keepLast', 'targetTokens']);
+    await compactSession(deps(strict), { ref, mode: 'rotate', origin: 'turn', holder: 'fn-a', keepLast: 3, targetTokens: 500, focus: 'x' });
+    expect(strict.calls).toHaveLength(1);
+    expect(strict.calls[0]!.options).toEqual({ keepLast: 3, targetTokens: 500 });
+    expect(strict.calls[0]!.messages).toHaveLength(20);
+  });
+
+  it('C3: a session record without any fence attribute (pre-fencing) still compacts once and makes progress', async () => {
+    const ref = await seedSession(c.store);
+    const s = await c.store.getSession(ref);
+    expect(s?.fence).toBeUndefined();
+    const out = await compactSession(deps(), { ref, mode: 'rotate', origin: 'turn', holder: 'fn-a' });
+    expect(out.outcome).toBe('compressed');
+    expect(out.messages.length).toBeLessThan(20);
+    expect(await c.store.children(ref)).toHaveLength(1);
+  });
+});

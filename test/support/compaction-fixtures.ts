@@ -1,0 +1,193 @@
+// Shared helpers for compaction tests: real Redis + DynamoDB Local clients (from the vitest
+// global setup), fresh sessions, small test engines and a session snapshot for
+// "nothing changed" assertions.
+import { randomUUID } from 'node:crypto';
+import type { DynamoDBClient } from '@aws-sdk/client-dynamodb';
+import type { Redis } from 'ioredis';
+import { createDynamoClient, createRedisClients, waitForRedis } from '../../lib/clients.js';
+import type { CompressionEngine, CompressOptionName, CompressOptions, CompressResult } from '../../lib/compressors/types.js';
+import type { RefresherFactory } from '../../lib/compaction/types.js';
+import { DEFAULT_LEASE_KEY_PREFIX, LeaseRefresher, SessionLease } from '../../lib/lease/index.js';
+import { DynamoLineageStore } from '../../lib/lineage/index.js';
+import type { SessionRecord } from '../../lib/lineage/types.js';
+import { SUMMARY_PREFIX, type Message } from '../../lib/messages.js';
+import { sessionKey, type SessionRef } from '../../lib/session-ref.js';
+
+/** One independent contender: its own Redis connections, DynamoDB client, store and lease. */
+export interface Contender {
+  redis: Redis[];
+  ddb: DynamoDBClient;
+  store: DynamoLineageStore;
+  lease: SessionLease;
+  close(): Promise<void>;
+}
+
+export async function createContender(): Promise<Contender> {
+  const redis = createRedisClients(process.env.REDIS_URLS!.split(','));
+  await waitForRedis(redis);
+  const ddb = createDynamoClient({ endpoint: process.env.DYNAMODB_ENDPOINT, maxAttempts: 3 });
+  const store = new DynamoLineageStore({ client: ddb, tableName: process.env.TABLE_NAME! });
+  const lease = new SessionLease({ clients: redis, fenceIssuer: store });
+  return {
+    redis,
+    ddb,
+    store,
+    lease,
+    async close() {
+      for (const r of redis) r.disconnect();
+      ddb.destroy();
+    },
+  };
+}
+
+export function userTurns(n: number, prefix = 'm'): Message[] {
+  return Array.from({ length: n }, (_, i) => ({ role: 'user' as const, content: `${prefix}${i}` }));
+}
+
+/** A new session (fresh tenant) holding `messages`. */
+export async function seedSession(store: DynamoLineageStore, messages: readonly Message[] = userTurns(20)): Promise<SessionRef> {
+  const s = await store.createSession({ tenantId: `t-${randomUUID()}`, source: 'test' });
+  const ref = { tenantId: s.tenantId, sessionId: s.sessionId };
+  if (messages.length > 0) await store.appendMessages(ref, messages);
+  return ref;
+}
+
+export const SUMMARY: Message[] = [
+  { role: 'user', content: `${SUMMARY_PREFIX} summary` },
+  { role: 'user', content: 'tail' },
+];
+
+export interface TestEngine extends CompressionEngine {
+  readonly calls: { messages: readonly Message[]; options: CompressOptions }[];
+}
+
+/**
+ * A CompressionEngine whose behaviour is the given function; records every call.
+ * Default: returns the seed's summary (prefix summary + "tail").
+ */
+export function testEngine(
+  behaviour: (messages: readonly Message[], options: CompressOptions) => Promise<CompressResult> | CompressResult = () => ({
+    messages: structuredClone(SUMMARY),
+  }),
+  acceptedOptions: readonly CompressOptionName[] = ['keepLast', 'targetTokens', 'signal', 'deadline'],
+): TestEngine {
+  const calls: TestEngine['calls'] = [];
+  return {
+    name: 'test-engine',
+    acceptedOptions,
+    calls,
+    async compress(messages, options) {
+      calls.push({ messages, options });
+      return behaviour(messages, options);
+    },
+  };
+}
+
+export const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
+
+export interface Deferred<T = void> {
+  promise: Promise<T>;
+  resolve(v: T): void;
+  reject(e: unknown): void;
+}
+
+export function deferred<T = void>(): Deferred<T> {
+  let resolve!: (v: T) => void;
+  let reject!: (e: unknown) => void;
+  const promise = new Promise<T>((res, rej) => {
+    resolve = res;
+    reject = rej;
+  });
+  return { promise, resolve, reject };
+}
+
+/** Polls `cond` every 10 ms; throws after `timeoutMs` (a generous bound, not a timing assertion). */
+export async function waitFor(cond: () => boolean | Promise<boolean>, what: string, timeoutMs = 10_000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (Date.now() < deadline) {
+    if (await cond()) return;
+    await sleep(10);
+  }
+  throw new Error(`timed out waiting for ${what}`);
+}
+
+export interface SessionSnapshot {
+  session: SessionRecord | null;
+  children: SessionRecord[];
+  messages: Message[];
+}
+
+/** What a session looks like in the store, minus the fields that may change without a write to its lineage. */
+export async function snapshot(store: DynamoLineageStore, ref: SessionRef): Promise<SessionSnapshot> {
+  const [session, children, messages] = await Promise.all([store.getSession(ref), store.children(ref), store.readMessages(ref)]);
+  return { session, children, messages };
+}
+
+/** The parts of a session record a compaction would change (C7: "untouched"). */
+export function lineageFields(s: SessionRecord | null): Partial<SessionRecord> | null {
+  if (!s) return null;
+  return {
+    sessionId: s.sessionId,
+    childSessionId: s.childSessionId,
+    endedAt: s.endedAt,
+    endReason: s.endReason,
+    generation: s.generation,
+    messageCount: s.messageCount,
+    lastSeq: s.lastSeq,
+  };
+}
+
+/**
+ * `target` with some methods replaced; every other method is bound to the real object, so
+ * private state keeps working. For faults the real Redis/DynamoDB cannot produce on demand.
+ */
+export function withOverrides<T extends object>(target: T, overrides: Partial<T>): T {
+  return new Proxy(target, {
+    get(t, prop) {
+      if (Object.prototype.hasOwnProperty.call(overrides, prop)) return (overrides as Record<PropertyKey, unknown>)[prop];
+      const v = Reflect.get(t, prop, t) as unknown;
+      return typeof v === 'function' ? (v as (...a: unknown[]) => unknown).bind(t) : v;
+    },
+  });
+}
+
+/** A refresher factory that wraps the real LeaseRefresher and counts refreshes and stops. */
+export function recordingRefreshers(): {
+  factory: RefresherFactory;
+  made: { refresher: LeaseRefresher; refreshes: number; stops: number }[];
+} {
+  const made: { refresher: LeaseRefresher; refreshes: number; stops: number }[] = [];
+  const factory: RefresherFactory = (opts) => {
+    const entry = { refresher: undefined as unknown as LeaseRefresher, refreshes: 0, stops: 0 };
+    entry.refresher = new LeaseRefresher({
+      ...opts,
+      refresh: () => {
+        entry.refreshes++;
+        return opts.refresh();
+      },
+    });
+    made.push(entry);
+    return {
+      start: () => entry.refresher.start(),
+      stop: () => {
+        entry.stops++;
+        return entry.refresher.stop();
+      },
+      get signal() {
+        return entry.refresher.signal;
+      },
+    };
+  };
+  return { factory, made };
+}
+
+/** Proves a refresher is stopped: no refresh happens across several of its intervals. */
+export async function expectNoFurtherRefreshes(entry: { refreshes: number; refresher: LeaseRefresher }): Promise<boolean> {
+  const before = entry.refreshes;
+  await sleep(entry.refresher.intervalMs * 4 + 20);
+  return entry.refreshes === before;
+}
+
+export function leaseKeyOf(ref: SessionRef): string {
+  return `${DEFAULT_LEASE_KEY_PREFIX}${sessionKey(ref)}`;
+}
