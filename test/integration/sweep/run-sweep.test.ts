@@ -1,0 +1,163 @@
+// runSweep against DynamoDB Local. Each file gets its own table: the sweep scans the whole
+// table, and must neither see nor clean other test files' attempts.
+import { randomUUID } from 'node:crypto';
+import type { DynamoDBClient } from '@aws-sdk/client-dynamodb';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { infraTable } from './own-table.js';
+import { createDynamoClient, createRedisClients, waitForRedis } from '../../../lib/clients.js';
+import { SessionLease } from '../../../lib/lease/session-lease.js';
+import { DynamoLineageStore } from '../../../lib/lineage/dynamo-lineage-store.js';
+import { sessionKey, type SessionRef } from '../../../lib/session-ref.js';
+import { runSweep } from '../../../lib/sweep/run-sweep.js';
+import { forgeChild, killedRotation, messageItemCount, transcript } from './killed-invocation.js';
+
+const endpoint = process.env.DYNAMODB_ENDPOINT!;
+let tableName: string;
+let ddb: DynamoDBClient;
+let store: DynamoLineageStore;
+
+beforeAll(async () => {
+  ddb = createDynamoClient({ endpoint, maxAttempts: 3 });
+  tableName = await infraTable(ddb, 'sweep');
+  store = new DynamoLineageStore({ client: ddb, tableName });
+});
+afterAll(() => ddb.destroy());
+
+async function session(): Promise<SessionRef> {
+  const s = await store.createSession({ tenantId: `t-${randomUUID()}`, source: 'sweep-test' });
+  const ref = { tenantId: s.tenantId, sessionId: s.sessionId };
+  await store.appendMessages(ref, transcript(6));
+  return ref;
+}
+
+/** A compaction that began and is still running: its lease runs well past the sweeps below. */
+async function liveAttempt(ref: SessionRef, leaseExpiresAt: number) {
+  const fence = await store.nextFence(sessionKey(ref));
+  return store.beginAttempt(ref, { holder: `live-${randomUUID()}`, fence, leaseExpiresAt });
+}
+
+async function rotate(ref: SessionRef): Promise<string> {
+  const begun = await liveAttempt(ref, Date.now() + 60_000);
+  const done = await store.commitRotation(ref, begun.attempt, transcript(2, 5));
+  return done.child.sessionId;
+}
+
+describe('runSweep (SPEC S1-S3)', () => {
+  it('S1/S2: cleans an attempt a killed invocation left once its lease expired, removing its orphan child messages', async () => {
+    const ref = await session();
+    const killed = await killedRotation({ endpoint, tableName, ref, leaseExpiresAt: Date.now() + 60_000 });
+    const pending = { tenantId: ref.tenantId, sessionId: killed.attempt.pendingChildId };
+    expect(await messageItemCount(ddb, tableName, pending)).toBe(killed.orphanMessages);
+    expect((await store.getSession(ref))?.attempt?.attemptId).toBe(killed.attempt.attemptId);
+
+    // Before the lease expires, the attempt is not the sweep's business.
+    const early = await runSweep({ store, now: () => Date.now() });
+    expect(early).toMatchObject({ expiredAttemptsCleaned: 0, orphanMessagesRemoved: 0 });
+    expect((await store.getSession(ref))?.attempt?.attemptId).toBe(killed.attempt.attemptId);
+
+    const r = await runSweep({ store, now: () => Date.now() + 120_000 });
+    expect(r).toMatchObject({ expiredAttemptsCleaned: 1, orphanMessagesRemoved: killed.orphanMessages, forksFound: 0, cleanupFailures: 0 });
+    const after = await store.getSession(ref);
+    expect(after?.attempt).toBeUndefined();
+    expect(after?.endedAt).toBeUndefined();
+    expect(await messageItemCount(ddb, tableName, pending)).toBe(0);
+    expect(await store.children(ref)).toEqual([]);
+    // The session is compactable again: a new attempt can begin and commit.
+    expect(typeof (await rotate(ref))).toBe('string');
+
+    // Nothing left for a second run.
+    expect(await runSweep({ store, now: () => Date.now() + 120_000 })).toMatchObject({ expiredAttemptsCleaned: 0, orphanMessagesRemoved: 0 });
+  });
+
+  it('S2: reports a parent with two children (a fork written with raw PutItems), and not one with a single child', async () => {
+    const forked = await session();
+    const realChild = await rotate(forked);
+    const forgedChild = await forgeChild(ddb, tableName, forked);
+    const healthy = await session();
+    await rotate(healthy);
+
+    const r = await runSweep({ store });
+    expect(r.forksFound).toBe(1);
+    expect(r.forks).toEqual([{ parent: forked, childSessionIds: [realChild, forgedChild].sort() }]);
+  });
+
+  it('S3: two sweeps at once clean an expired attempt exactly once and never touch a live attempt, which still commits', async () => {
+    const abandoned = await session();
+    const killed = await killedRotation({ endpoint, tableName, ref: abandoned, leaseExpiresAt: Date.now() + 60_000 });
+    const live = await session();
+    const begun = await liveAttempt(live, Date.now() + 3_600_000);
+
+    const now = () => Date.now() + 120_000;
+    const [a, b] = await Promise.all([runSweep({ store, now }), runSweep({ store, now })]);
+    expect(a.expiredAttemptsCleaned + b.expiredAttemptsCleaned).toBe(1);
+    expect(a.cleanupFailures + b.cleanupFailures).toBe(0);
+    // Each sweep removes at most what was there; together they leave nothing.
+    for (const r of [a, b]) expect(r.orphanMessagesRemoved).toBeLessThanOrEqual(killed.orphanMessages);
+    expect(await messageItemCount(ddb, tableName, { tenantId: abandoned.tenantId, sessionId: killed.attempt.pendingChildId })).toBe(0);
+
+    const stillLive = await store.getSession(live);
+    expect(stillLive?.attempt).toEqual(begun.attempt);
+    const committed = await store.commitRotation(live, begun.attempt, transcript(2, 5));
+    expect(committed.parent.childSessionId).toBe(begun.attempt.pendingChildId);
+    expect((await store.children(live)).map((c) => c.sessionId)).toEqual([begun.attempt.pendingChildId]);
+  });
+
+  it('S3: a sweep racing a live compaction commit leaves exactly one child', async () => {
+    const ref = await session();
+    const begun = await liveAttempt(ref, Date.now() + 3_600_000);
+    const [sweep, committed] = await Promise.all([
+      runSweep({ store, now: () => Date.now() }),
+      store.commitRotation(ref, begun.attempt, transcript(2, 5)),
+    ]);
+    expect(sweep.expiredAttemptsCleaned).toBe(0);
+    expect(committed.child.sessionId).toBe(begun.attempt.pendingChildId);
+    expect(await store.children(ref)).toHaveLength(1);
+    expect(await messageItemCount(ddb, tableName, { tenantId: ref.tenantId, sessionId: begun.attempt.pendingChildId })).toBe(2);
+  });
+
+  it('S1/L7: an attempt whose recorded expiry passed but whose Redis lease is still held is left alone until the lease goes', async () => {
+    const redis = createRedisClients(process.env.REDIS_URLS!.split(','));
+    await waitForRedis(redis);
+    try {
+      const lease = new SessionLease({ clients: redis, fenceIssuer: store });
+      const leaseHeld = async (r: SessionRef) => (await lease.holderOf(sessionKey(r))) !== null;
+      const ref = await session();
+      const got = await lease.tryAcquire(sessionKey(ref), { ttlMs: 30_000, holder: 'slow-holder' });
+      if (!got.acquired) throw new Error('lease not acquired');
+      // The record says the lease expired (a refresher kept it alive in Redis since).
+      const begun = await store.beginAttempt(ref, { holder: got.token, fence: got.fence, leaseExpiresAt: Date.now() - 1 });
+
+      const held = await runSweep({ store, leaseHeld });
+      expect(held).toMatchObject({ expiredAttemptsCleaned: 0, liveAttemptsSkipped: 1 });
+      expect((await store.getSession(ref))?.attempt).toEqual(begun.attempt);
+
+      expect(await lease.release(got)).toEqual({ released: true });
+      const freed = await runSweep({ store, leaseHeld });
+      expect(freed).toMatchObject({ expiredAttemptsCleaned: 1, liveAttemptsSkipped: 0 });
+      expect((await store.getSession(ref))?.attempt).toBeUndefined();
+    } finally {
+      redis.forEach((r) => r.disconnect());
+    }
+  });
+
+  it('S1: a cleanup that throws is counted and reported, and the sweep goes on with the rest', async () => {
+    const first = await session();
+    const second = await session();
+    for (const ref of [first, second]) await liveAttempt(ref, Date.now() - 1);
+    const errors: string[] = [];
+    let calls = 0;
+    const flaky = {
+      listExpiredAttempts: (now: number) => store.listExpiredAttempts(now),
+      findForks: () => store.findForks(),
+      cleanExpiredAttempt: async (e: Parameters<DynamoLineageStore['cleanExpiredAttempt']>[0]) => {
+        if (calls++ === 0) throw new Error('throttled beyond retries');
+        return store.cleanExpiredAttempt(e);
+      },
+    };
+    const r = await runSweep({ store: flaky, onCleanupError: (err) => errors.push((err as Error).message) });
+    expect(r).toMatchObject({ expiredAttemptsCleaned: 1, cleanupFailures: 1 });
+    expect(errors).toEqual(['throttled beyond retries']);
+    // The next run finishes the job.
+    expect(await runSweep({ store })).toMatchObject({ expiredAttemptsCleaned: 1, cleanupFailures: 0 });
+  });
+});
