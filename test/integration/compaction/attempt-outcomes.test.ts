@@ -13,7 +13,6 @@ import {
   snapshot,
   SUMMARY,
   testEngine,
-  userTurns,
   type Contender,
 } from '../../support/compaction-fixtures.js';
 
