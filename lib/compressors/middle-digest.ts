@@ -97,8 +97,9 @@ class Accumulator {
       }
       if (firstUserLine) {
         // What the human asked for is the most important fact of their turn.
-        this.facts.add(`User: ${firstSentence(line)}`);
+        this.facts.add(`User: ${line}`);
         firstUserLine = false;
+        if (!TODO.test(line) && !UNCHECKED.test(line)) continue;
       }
       if (this.readTask(line, inNextSteps)) continue;
       const next = NEXT_STEP.exec(line);
@@ -109,7 +110,7 @@ class Accumulator {
       }
       for (const sentence of sentences(line)) {
         if (DECISION.test(sentence)) this.decisions.add(sentence);
-        else if (m.role !== 'user' && FACT.test(sentence)) this.facts.add(sentence);
+        else if (FACT.test(sentence)) this.facts.add(m.role === 'user' ? `User: ${sentence}` : sentence);
       }
     }
   }
@@ -198,8 +199,4 @@ export function clip(text: string, max = MAX_ITEM_CHARS): string {
 
 function sentences(line: string): string[] {
   return line.split(/(?<=[.!?])\s+(?=[A-Z0-9"'`(])/).map((s) => s.trim()).filter(Boolean);
-}
-
-function firstSentence(line: string): string {
-  return sentences(line)[0] ?? line;
 }

@@ -1,0 +1,165 @@
+import fc from 'fast-check';
+import { describe, expect, it } from 'vitest';
+import { SUMMARY_PREFIX, type Message } from '../../../lib/messages.js';
+import { ExtractiveCompressor } from '../../../lib/compressors/extractive.js';
+import { countTokens } from '../../../lib/compressors/tokens.js';
+import { agentSession, longSession, toolCall } from './transcripts.js';
+
+const engine = new ExtractiveCompressor();
+
+function summaryOf(messages: Message[]): Message {
+  const summaries = messages.filter((m) => m.content.startsWith(SUMMARY_PREFIX));
+  expect(summaries).toHaveLength(1);
+  return summaries[0] as Message;
+}
+
+describe('ExtractiveCompressor', () => {
+  it('C6: declares only keepLast and targetTokens', () => {
+    expect(engine.acceptedOptions).toEqual(['keepLast', 'targetTokens']);
+  });
+
+  it('is deterministic: the same input gives the same output', async () => {
+    const a = await engine.compress(agentSession(), { keepLast: 4 });
+    const b = await new ExtractiveCompressor().compress(agentSession(), { keepLast: 4 });
+    expect(JSON.stringify(b)).toBe(JSON.stringify(a));
+    expect(a.messages.length).toBeLessThan(agentSession().length);
+  });
+
+  it('C8: keeps the system prompt, the first human turn and the last K messages verbatim, in order', async () => {
+    const input = agentSession();
+    const { messages } = await engine.compress(input, { keepLast: 3 });
+    expect(messages[0]).toEqual(input[0]);
+    expect(messages[1]).toEqual(input[1]);
+    expect(messages.slice(-3)).toEqual(input.slice(-3));
+    expect(messages).toHaveLength(1 + 1 + 1 + 3);
+  });
+
+  it('C8: the summary is one assistant message starting with the prefix, placed after the first human turn', async () => {
+    const { messages } = await engine.compress(agentSession(), { keepLast: 3 });
+    const summary = summaryOf(messages);
+    expect(messages[2]).toBe(summary);
+    expect(summary.role).toBe('assistant');
+    expect(summary.synthetic).toBeUndefined();
+  });
+
+  it('summarizes the middle: tool names, open tasks, decisions and facts; closed tasks and tool-output TODOs are left out', async () => {
+    const { messages } = await engine.compress(agentSession(), { keepLast: 3 });
+    const text = summaryOf(messages).content;
+    for (const tool of ['read_file', 'edit_file', 'run_tests', 'run_job']) expect(text).toContain(tool);
+    expect(text).toContain('tell finance the exports were delayed');
+    expect(text).toContain('add an alarm on export failures');
+    expect(text).toContain('re-run the export for Tuesday and Wednesday');
+    expect(text).toContain('clean up the old bucket after a week');
+    expect(text).toContain('We decided to use the new bucket invoices-v2');
+    expect(text).toContain('the deadline for the fix is Friday');
+    expect(text).not.toContain('[ ] update the bucket name'); // checked off later in the middle
+    expect(text).not.toContain('this is code, not a task'); // a TODO inside tool output
+  });
+
+  it('C7: the result has fewer tokens than the input', async () => {
+    const input = longSession(20);
+    const { messages } = await engine.compress(input, {});
+    expect(countTokens(messages)).toBeLessThan(countTokens(input) / 2);
+  });
+
+  it('respects targetTokens by shrinking the summary lists, keeping the most recent items', async () => {
+    const input = longSession(40);
+    const roomy = await engine.compress(input, {});
+    const target = countTokens(roomy.messages) - 150;
+    const { messages, warnings } = await engine.compress(input, { targetTokens: target });
+    expect(warnings).toBeUndefined();
+    expect(countTokens(messages)).toBeLessThanOrEqual(target);
+    const text = summaryOf(messages).content;
+    expect(text).toContain('more omitted');
+    expect(text).toContain('delete the duplicates of shard 39');
+    expect(text).not.toContain('delete the duplicates of shard 0\n');
+    expect(summaryOf(roomy.messages).content.length).toBeGreaterThan(text.length);
+  });
+
+  it('warns when the messages kept verbatim alone exceed targetTokens', async () => {
+    const { messages, warnings } = await engine.compress(longSession(5), { targetTokens: 10 });
+    expect(summaryOf(messages).content.split('\n')[0]).toMatch(/^\[CONTEXT COMPACTION\] Summary of \d+ earlier messages/);
+    expect(warnings?.[0]).toMatch(/exceed targetTokens \(10\)/);
+  });
+
+  it('C7: nothing to compact (too few messages) returns the input unchanged', async () => {
+    const input = agentSession().slice(0, 4);
+    const { messages, warnings } = await engine.compress(input, { keepLast: 6 });
+    expect(messages).toEqual(input);
+    expect(warnings).toBeUndefined();
+  });
+
+  it('does not mutate its input', async () => {
+    const input = agentSession();
+    const snapshot = structuredClone(input);
+    await engine.compress(input, { keepLast: 2 });
+    expect(input).toEqual(snapshot);
+  });
+
+  it('C8: synthetic user scaffolding is not taken as the first human turn', async () => {
+    const input: Message[] = [
+      { role: 'system', content: 'sys' },
+      { role: 'user', content: 'Task list snapshot: 1. a 2. b', synthetic: true },
+      ...agentSession().slice(1),
+    ];
+    const { messages } = await engine.compress(input, { keepLast: 2 });
+    expect(messages[1]).toEqual(agentSession()[1]);
+  });
+
+  it('carries an earlier summary forward when compacting again', async () => {
+    const first = await engine.compress(longSession(3), { keepLast: 2 });
+    const continued: Message[] = [
+      ...first.messages,
+      { role: 'user', content: 'Next, audit the refunds table.' },
+      { role: 'assistant', content: 'Auditing refunds. We decided to skip archived refunds.' },
+      { role: 'user', content: 'ok' },
+      { role: 'assistant', content: 'done' },
+    ];
+    const second = await engine.compress(continued, { keepLast: 2 });
+    const text = summaryOf(second.messages).content;
+    expect(text).toContain('delete the duplicates of shard 2');
+    expect(text).toContain('We decided to skip archived refunds');
+    expect(text).toMatch(/query_ledger ×3/);
+    const firstCount = Number(/Summary of (\d+)/.exec(summaryOf(first.messages).content)?.[1]);
+    expect(text).toContain(`Summary of ${firstCount + 4} earlier messages`);
+  });
+
+  it('never splits an assistant tool call from its tool results, for any keepLast and transcript', async () => {
+    // Random transcripts of turns: plain messages and assistant calls followed by all their results.
+    const turn = fc.oneof(
+      fc.record({ kind: fc.constant('user' as const), text: fc.string({ maxLength: 30 }) }),
+      fc.record({ kind: fc.constant('say' as const), text: fc.string({ maxLength: 30 }) }),
+      fc.record({ kind: fc.constant('tools' as const), calls: fc.integer({ min: 1, max: 3 }) }),
+    );
+    await fc.assert(
+      fc.asyncProperty(fc.array(turn, { maxLength: 25 }), fc.integer({ min: 0, max: 12 }), async (turns, keepLast) => {
+        const input: Message[] = [{ role: 'system', content: 'sys' }];
+        turns.forEach((t, i) => {
+          if (t.kind === 'user') input.push({ role: 'user', content: `ask ${t.text}` });
+          else if (t.kind === 'say') input.push({ role: 'assistant', content: `note ${t.text}` });
+          else {
+            const ids = Array.from({ length: t.calls }, (_, j) => `t${i}-${j}`);
+            input.push({ role: 'assistant', content: '', tool_calls: ids.map((id) => toolCall(id, `tool${j(id)}`)) });
+            for (const id of ids) input.push({ role: 'tool', tool_call_id: id, content: `result ${id}` });
+          }
+        });
+        const { messages } = await engine.compress(input, { keepLast });
+        const called = new Set<string>();
+        const answered = new Set<string>();
+        for (const m of messages) {
+          for (const c of (m.tool_calls as { id: string }[] | undefined) ?? []) called.add(c.id);
+          if (m.role === 'tool') {
+            expect(called.has(m.tool_call_id as string)).toBe(true);
+            answered.add(m.tool_call_id as string);
+          }
+        }
+        expect([...called].sort()).toEqual([...answered].sort());
+      }),
+      { numRuns: 300, seed: 4242 },
+    );
+  });
+});
+
+function j(id: string): string {
+  return id.slice(-1);
+}
