@@ -25,15 +25,16 @@ async function main(): Promise<void> {
   const mode = process.env.CRASH_MODE === 'in_place' ? 'in_place' : 'rotate';
   const coord = await makeCoordinator();
 
-  // "After child messages written": the store writes the pending child messages, then sends
-  // the commit transaction. Die as that transaction is about to leave, once the engine ran.
+  // "After child messages written": once the engine ran, the store writes the new messages
+  // (pending child / next generation) in batches before its commit; die as the first batch lands.
   let commitArmed = false;
   coord.ddb.middlewareStack.add(
     (next, context) => async (args) => {
-      if (point === 'after_child_messages' && commitArmed && context.commandName === 'TransactWriteItemsCommand') die(point);
-      return next(args);
+      const out = await next(args);
+      if (point === 'after_child_messages' && commitArmed && context.commandName === 'BatchWriteItemCommand') die(point);
+      return out;
     },
-    { step: 'initialize', name: 'crashBeforeCommitTransaction' },
+    { step: 'initialize', name: 'crashAfterMessagesWritten' },
   );
 
   const lease: LeaseApi = {

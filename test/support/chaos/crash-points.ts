@@ -1,12 +1,29 @@
 // Where the crash-point child (crash-child.ts) kills itself, and how the test runs it.
 import { spawn } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
+import { build } from 'esbuild';
 
 export const CRASH_EXIT_CODE = 86;
 export const crashPoints = ['after_acquire', 'after_begin', 'after_child_messages', 'after_commit'] as const;
 export type CrashPoint = (typeof crashPoints)[number];
 
-const childScript = fileURLToPath(new URL('./crash-child.ts', import.meta.url));
+const childSource = fileURLToPath(new URL('./crash-child.ts', import.meta.url));
+// Bundled once per run: a tsx-transpiled child costs seconds per spawn on a busy 2-core box.
+// Next to node_modules so the external packages resolve.
+const childBundle = fileURLToPath(new URL('../../../node_modules/.cache/chaos/crash-child.mjs', import.meta.url));
+
+export async function buildCrashChild(): Promise<void> {
+  await build({
+    entryPoints: [childSource],
+    outfile: childBundle,
+    bundle: true,
+    platform: 'node',
+    target: 'node20',
+    format: 'esm',
+    packages: 'external',
+    logLevel: 'silent',
+  });
+}
 
 export interface CrashRun {
   code: number | null;
@@ -14,10 +31,10 @@ export interface CrashRun {
   stderr: string;
 }
 
-/** Runs crash-child.ts in a fresh node process (tsx loader) with the stack env plus `env`. */
+/** Runs the bundled crash-child.ts (buildCrashChild first) in a fresh node process with the stack env plus `env`. */
 export function runCrashChild(env: Record<string, string>): Promise<CrashRun> {
   return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, ['--import', 'tsx', childScript], {
+    const child = spawn(process.execPath, [childBundle], {
       env: { ...process.env, ...env },
       stdio: ['ignore', 'pipe', 'pipe'],
     });
