@@ -96,7 +96,7 @@ describe('in-place commit (C11)', () => {
     expect(ttl.TimeToLiveDescription?.TimeToLiveStatus).toMatch(/ENABL/);
   });
 
-  it('C11/L6: an in-place commit with a stale fence is refused and its new generation is deleted', async () => {
+  it('C11/L6: an in-place commit with a stale fence is refused and the session is untouched', async () => {
     const ref = await newSession(store, msgs(1, 3));
     const a = await begin(store, ref);
     await begin(store, ref);
