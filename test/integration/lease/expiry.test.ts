@@ -45,22 +45,45 @@ describe('lease expiry and refresh', () => {
   });
 
   it("L7/L5: a live owner's refresher keeps the lease past its initial TTL", async () => {
-    const key = newSessionKey();
     const ttlMs = 600;
-    const lease = acquired(await a.lease.tryAcquire(key, { ttlMs, holder: 'alive' }));
-    const refresh = vi.fn(async () => (await a.lease.refresh(lease)).refreshed);
-    const refresher = new LeaseRefresher({ refresh, ttlMs, intervalMs: 150 });
-    refresher.start();
-    try {
+    // One round: hold a 600 ms lease for 3x its TTL with a refresher running.
+    const round = async () => {
+      const key = newSessionKey();
+      const lease = acquired(await a.lease.tryAcquire(key, { ttlMs, holder: 'alive' }));
+      // [start, end] of each successful refresh: Redis reset the expiry somewhere inside it.
+      const successes: Array<[number, number]> = [[Date.now(), Date.now()]];
+      const refresh = vi.fn(async () => {
+        const start = Date.now();
+        const ok = (await a.lease.refresh(lease)).refreshed;
+        if (ok) successes.push([start, Date.now()]);
+        return ok;
+      });
+      const refresher = new LeaseRefresher({ refresh, ttlMs, intervalMs: 100 });
+      refresher.start();
       await sleep(3 * ttlMs);
-      expect(refresher.signal.aborted).toBe(false);
-      expect(refresh.mock.calls.length).toBeGreaterThan(1);
-      expect(await b.lease.holderOf(key)).toBe(lease.token);
-      expect(await b.lease.tryAcquire(key, { ttlMs, holder: 'intruder' })).toEqual({ acquired: false, holder: lease.token });
-    } finally {
+      const holder = await b.lease.holderOf(key);
+      const checkedAt = Date.now();
+      const contender = await b.lease.tryAcquire(key, { ttlMs, holder: 'intruder' });
       await refresher.stop();
+      await a.lease.release(lease);
+      if (contender.acquired) await b.lease.release(contender);
+      // Longest span in which no refresh can have reached Redis (upper bound).
+      const spans = successes.map(([start], k) => (successes[k + 1]?.[1] ?? checkedAt) - start);
+      return { held: holder === lease.token, contender, lease, calls: refresh.mock.calls.length, aborted: refresher.signal.aborted, maxSpan: Math.max(...spans) };
+    };
+    // On a loaded 2-core box the process can stall longer than the TTL, and then losing the
+    // lease is correct. Such a round must show a refresh-free span > TTL; only then retry.
+    for (let attempt = 1; attempt <= 3; attempt++) {
+      const r = await round();
+      if (r.held) {
+        expect(r.calls).toBeGreaterThan(3);
+        expect(r.aborted).toBe(false);
+        expect(r.contender).toEqual({ acquired: false, holder: r.lease.token });
+        return;
+      }
+      expect(r.maxSpan, 'lease lost although refreshes reached Redis within every TTL').toBeGreaterThan(ttlMs);
     }
-    expect(await a.lease.release(lease)).toEqual({ released: true });
+    expect.fail('every round stalled longer than the TTL; environment too loaded to judge L7');
   });
 
   it('L5/L7: when the lease is taken over, the refresher gives up and aborts its signal', async () => {
