@@ -3,6 +3,17 @@
 import { ACTIVITY_LABELS } from './types.js';
 
 export const DEFAULT_HEARTBEAT_INTERVAL_MS = 60_000;
+/** stop() waits at most this long per touch, so a hung store cannot hold the attempt (and its lease). */
+export const HEARTBEAT_STOP_WAIT_MS = 5_000;
+
+function bounded(p: Promise<void> | undefined, ms: number): Promise<void> {
+  if (!p) return Promise.resolve();
+  let timer: NodeJS.Timeout | undefined;
+  const limit = new Promise<void>((resolve) => {
+    timer = setTimeout(resolve, ms);
+  });
+  return Promise.race([p, limit]).finally(() => clearTimeout(timer));
+}
 
 /** A configured interval that is not a finite positive number falls back to 60 s. */
 export function heartbeatIntervalMs(configured: unknown): number {
@@ -18,6 +29,8 @@ export class ActivityHeartbeat {
   readonly #touch: Touch;
   #timer: NodeJS.Timeout | undefined;
   #running = false;
+  // One touch at a time: a lagging tick must never land after the final mark.
+  #inFlight: Promise<void> | undefined;
 
   constructor(touch: Touch, intervalMs?: unknown) {
     this.#touch = touch;
@@ -27,8 +40,8 @@ export class ActivityHeartbeat {
   start(): void {
     if (this.#running) return;
     this.#running = true;
-    void this.#safeTouch(ACTIVITY_LABELS.started);
-    this.#timer = setInterval(() => void this.#safeTouch(ACTIVITY_LABELS.inProgress), this.intervalMs);
+    this.#send(ACTIVITY_LABELS.started);
+    this.#timer = setInterval(() => this.#send(ACTIVITY_LABELS.inProgress), this.intervalMs);
     // A heartbeat must never keep a process alive on its own.
     this.#timer.unref();
   }
@@ -39,7 +52,17 @@ export class ActivityHeartbeat {
     this.#running = false;
     clearInterval(this.#timer);
     this.#timer = undefined;
-    await this.#safeTouch(outcome === 'completed' ? ACTIVITY_LABELS.completed : ACTIVITY_LABELS.failed);
+    await bounded(this.#inFlight, HEARTBEAT_STOP_WAIT_MS);
+    const label = outcome === 'completed' ? ACTIVITY_LABELS.completed : ACTIVITY_LABELS.failed;
+    await bounded(this.#safeTouch(label), HEARTBEAT_STOP_WAIT_MS);
+  }
+
+  // A tick while the previous touch is still running is skipped, not queued.
+  #send(label: string): void {
+    if (this.#inFlight) return;
+    this.#inFlight = this.#safeTouch(label).finally(() => {
+      this.#inFlight = undefined;
+    });
   }
 
   // A failing touch (thrown or rejected) never affects the attempt.

@@ -68,3 +68,23 @@ describe('ActivityHeartbeat', () => {
     await expect(hb.stop('completed')).resolves.toBeUndefined();
   });
 });
+
+describe('ActivityHeartbeat ordering', () => {
+  it('C5: a slow in-progress touch finishes before the final mark is written (last write wins is "completed")', async () => {
+    const landed: string[] = [];
+    let releaseSlow: (() => void) | undefined;
+    const hb = new ActivityHeartbeat(async (l) => {
+      if (l === ACTIVITY_LABELS.inProgress && !releaseSlow) {
+        await new Promise<void>((r) => (releaseSlow = r));
+      }
+      landed.push(l);
+    }, 5);
+    hb.start();
+    await waitFor(() => releaseSlow !== undefined, 'a slow in-progress touch');
+    const stopping = hb.stop('completed');
+    setTimeout(() => releaseSlow!(), 30);
+    await stopping;
+    expect(landed.at(-1)).toBe(ACTIVITY_LABELS.completed);
+    expect(landed).toEqual([ACTIVITY_LABELS.started, ACTIVITY_LABELS.inProgress, ACTIVITY_LABELS.completed]);
+  });
+});

@@ -1,0 +1,108 @@
+// Heartbeat during an attempt (SPEC C5), on real Redis + DynamoDB Local. touchActivity is
+// wrapped to record labels; the real store still receives them.
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { compactSession } from '../../../lib/compaction/index.js';
+import { ACTIVITY_LABELS, type CompactionDeps } from '../../../lib/compaction/types.js';
+import type { LineageStore } from '../../../lib/lineage/types.js';
+import { SUMMARY_PREFIX } from '../../../lib/messages.js';
+import { sessionKey, type SessionRef } from '../../../lib/session-ref.js';
+import {
+  createContender,
+  seedSession,
+  SUMMARY,
+  testEngine,
+  waitFor,
+  withOverrides,
+  type Contender,
+  type TestEngine,
+} from '../../support/compaction-fixtures.js';
+
+let c: Contender;
+beforeAll(async () => {
+  c = await createContender();
+});
+afterAll(async () => {
+  await c.close();
+});
+
+function recordingStore(touches: string[], fail = false): LineageStore {
+  return withOverrides<LineageStore>(c.store, {
+    touchActivity: async (ref: SessionRef, label: string) => {
+      touches.push(label);
+      if (fail) throw new Error('touch boom');
+      return c.store.touchActivity(ref, label);
+    },
+  });
+}
+
+const deps = (store: LineageStore, engine: TestEngine, heartbeatIntervalMs: unknown): CompactionDeps => ({
+  lease: c.lease,
+  store,
+  engine,
+  leaseTtlMs: 10_000,
+  heartbeatIntervalMs,
+});
+
+describe('compaction heartbeat', () => {
+  it('C5: started, then in progress while the engine runs, then completed; lease released', async () => {
+    const ref = await seedSession(c.store);
+    const touches: string[] = [];
+    const engine = testEngine(async () => {
+      await waitFor(() => touches.includes(ACTIVITY_LABELS.inProgress), 'an in-progress heartbeat');
+      return { messages: structuredClone(SUMMARY) };
+    });
+    const out = await compactSession(deps(recordingStore(touches), engine, 20), { ref, mode: 'rotate', origin: 'turn', holder: 'hb' });
+    expect(out.outcome).toBe('compressed');
+    expect(touches[0]).toBe(ACTIVITY_LABELS.started);
+    expect(touches).toContain(ACTIVITY_LABELS.inProgress);
+    expect(touches.at(-1)).toBe(ACTIVITY_LABELS.completed);
+    expect((await c.store.getSession(ref))?.lastActivity?.label).toBe(ACTIVITY_LABELS.completed);
+    expect(await c.lease.holderOf(sessionKey(ref))).toBeNull();
+  });
+
+  it('C5: an engine error ends the heartbeat with failed, propagates, and releases the lease', async () => {
+    const ref = await seedSession(c.store);
+    const touches: string[] = [];
+    const engine = testEngine(async () => {
+      await waitFor(() => touches.includes(ACTIVITY_LABELS.inProgress), 'an in-progress heartbeat');
+      throw new Error('compress boom');
+    });
+    await expect(
+      compactSession(deps(recordingStore(touches), engine, 20), { ref, mode: 'rotate', origin: 'turn', holder: 'hb' }),
+    ).rejects.toThrow('compress boom');
+    expect(touches[0]).toBe(ACTIVITY_LABELS.started);
+    expect(touches).toContain(ACTIVITY_LABELS.inProgress);
+    expect(touches.at(-1)).toBe(ACTIVITY_LABELS.failed);
+    expect(await c.lease.holderOf(sessionKey(ref))).toBeNull();
+  });
+
+  it('C5: touches that throw never affect the outcome', async () => {
+    const ref = await seedSession(c.store);
+    const touches: string[] = [];
+    const engine = testEngine(async () => {
+      await waitFor(() => touches.includes(ACTIVITY_LABELS.inProgress), 'an in-progress heartbeat');
+      return { messages: structuredClone(SUMMARY) };
+    });
+    const out = await compactSession(deps(recordingStore(touches, true), engine, 20), { ref, mode: 'rotate', origin: 'turn', holder: 'hb' });
+    expect(out.outcome).toBe('compressed');
+    expect(out.messages[0]!.content).toBe(`${SUMMARY_PREFIX} summary`);
+    expect(touches.at(-1)).toBe(ACTIVITY_LABELS.completed);
+    expect(await c.lease.holderOf(sessionKey(ref))).toBeNull();
+  });
+
+  it.each([[Number.NaN], [Number.POSITIVE_INFINITY], [0], [-1], ['abc']])(
+    'C5 C6: interval %s falls back to 60 s; a strict engine is called once with only what it accepts',
+    async (interval) => {
+      const ref = await seedSession(c.store);
+      const touches: string[] = [];
+      const strict = testEngine(undefined, []);
+      const out = await compactSession(deps(recordingStore(touches), strict, interval), { ref, mode: 'rotate', origin: 'turn', holder: 'hb', keepLast: 2 });
+      expect(out.outcome).toBe('compressed');
+      expect(strict.calls).toHaveLength(1);
+      expect(strict.calls[0]!.options).toEqual({});
+      // A 60 s interval (not 0 ms, not a NaN-spin) never ticks during a short attempt.
+      expect(touches).toEqual([ACTIVITY_LABELS.started, ACTIVITY_LABELS.completed]);
+      expect(await c.lease.holderOf(sessionKey(ref))).toBeNull();
+    },
+  );
+});
