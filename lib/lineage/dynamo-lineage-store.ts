@@ -101,7 +101,10 @@ export class DynamoLineageStore implements LineageStore {
   private readonly warn: (w: string) => void;
 
   constructor(opts: DynamoLineageStoreOptions) {
-    this.doc = DynamoDBDocumentClient.from(opts.client, { marshallOptions: { removeUndefinedValues: true } });
+    // Items are stripped of undefined values here (withoutUndefined) rather than through translateConfig:
+    // DynamoDBDocumentClient.from writes translateConfig onto the shared client's config, so another
+    // wrapper of the same client would silently replace ours.
+    this.doc = DynamoDBDocumentClient.from(opts.client);
     this.table = opts.tableName;
     this.retention = opts.archiveRetentionSeconds ?? DEFAULT_ARCHIVE_RETENTION_S;
     this.now = opts.now ?? Date.now;
@@ -139,7 +142,7 @@ export class DynamoLineageStore implements LineageStore {
       ...metaKey(ref),
       ...ref,
       source: input.source,
-      metadata: input.metadata,
+      metadata: input.metadata === undefined ? undefined : (JSON.parse(JSON.stringify(input.metadata)) as Record<string, unknown>),
       createdAt: this.isoNow(),
       generation: 0,
       messageCount: 0,
@@ -148,7 +151,7 @@ export class DynamoLineageStore implements LineageStore {
     };
     try {
       await this.send('create session', () =>
-        this.doc.send(new PutCommand({ TableName: this.table, Item: item, ConditionExpression: 'attribute_not_exists(pk)' })),
+        this.doc.send(new PutCommand({ TableName: this.table, Item: withoutUndefined(item), ConditionExpression: 'attribute_not_exists(pk)' })),
       );
     } catch (err) {
       if (isConditionFailure(err)) throw new SessionExistsError(ref.sessionId);
@@ -414,7 +417,7 @@ export class DynamoLineageStore implements LineageStore {
                       ),
                     },
                   },
-                  { Put: { TableName: this.table, Item: child, ConditionExpression: 'attribute_not_exists(pk)' } },
+                  { Put: { TableName: this.table, Item: withoutUndefined(child), ConditionExpression: 'attribute_not_exists(pk)' } },
                 ],
               }),
             ),
@@ -499,6 +502,27 @@ export class DynamoLineageStore implements LineageStore {
   async abandonAttempt(ref: SessionRef, attempt: AttemptRecord): Promise<void> {
     await this.clearAttempt(ref, attempt);
     await this.removeLeftovers(ref, attempt);
+  }
+
+  async extendAttempt(ref: SessionRef, attempt: AttemptRecord, leaseExpiresAt: number): Promise<boolean> {
+    try {
+      await this.send('extend attempt', () =>
+        this.doc.send(
+          new UpdateCommand({
+            TableName: this.table,
+            Key: metaKey(ref),
+            ...expression(
+              { update: 'SET #leaseExpiresAt = :exp, #attempt.leaseExpiresAt = :exp', condition: '#attempt.attemptId = :aid' },
+              { ':exp': leaseExpiresAt, ':aid': attempt.attemptId },
+            ),
+          }),
+        ),
+      );
+      return true;
+    } catch (err) {
+      if (isConditionFailure(err)) return false;
+      throw err;
+    }
   }
 
   // ---- sweep (SPEC S1-S3) ----
@@ -793,6 +817,10 @@ function commitCondition(meta: MetaItem): string {
 /** Records written before versioning have no version: condition on its absence instead. */
 function versionCondition(meta: MetaItem): string {
   return meta.version === undefined ? 'attribute_not_exists(#version)' : '#version = :v';
+}
+
+function withoutUndefined<T extends object>(item: T): T {
+  return Object.fromEntries(Object.entries(item).filter(([, v]) => v !== undefined)) as T;
 }
 
 function withoutAttempt(meta: MetaItem): MetaItem {

@@ -110,6 +110,12 @@ export interface LineageStore extends FenceIssuer {
   commitInPlace(ref: SessionRef, attempt: AttemptRecord, compacted: readonly Message[]): Promise<InPlaceCommitted>;
   /** Clears our attempt (if still ours) and deletes any pending child messages. Idempotent. */
   abandonAttempt(ref: SessionRef, attempt: AttemptRecord): Promise<void>;
+  /**
+   * Moves the recorded lease expiry of a still-current attempt (call after a lease refresh), so the sweep
+   * does not clean an attempt whose lease is alive (SPEC S3). False when the attempt is no longer recorded.
+   * Optional so fakes need not implement it.
+   */
+  extendAttempt?(ref: SessionRef, attempt: AttemptRecord, leaseExpiresAt: number): Promise<boolean>;
 
   /** Sweep (SPEC S1-S3): attempts whose lease expired before `now`, via the sparse GSI. */
   listExpiredAttempts(now: number, limit?: number): Promise<ExpiredAttempt[]>;

@@ -82,6 +82,17 @@ describe('expired attempts (S1)', () => {
     expect(out.child.sessionId).toBe(newer.attempt.pendingChildId);
   });
 
+  it('S3: extendAttempt moves a live attempt out of the expired list; a replaced attempt is not extended', async () => {
+    const expiry = ancientExpiry();
+    const ref = await newSession(store);
+    const a = await beginAt(ref, expiry);
+    expect(await store.extendAttempt(ref, a.attempt, expiry + 10_000)).toBe(true);
+    expect((await store.listExpiredAttempts(expiry + 1)).filter((e) => e.ref.tenantId === ref.tenantId)).toEqual([]);
+    expect((await store.getSession(ref))?.attempt?.leaseExpiresAt).toBe(expiry + 10_000);
+    await beginAt(ref, expiry);
+    expect(await store.extendAttempt(ref, a.attempt, expiry + 20_000)).toBe(false);
+  });
+
   it('S1: abandonAttempt clears our attempt and its pending messages; it is idempotent', async () => {
     const ref = await newSession(store);
     const a = await beginAt(ref, Date.now() + 60_000);
