@@ -1,0 +1,216 @@
+// Paused holders and lease liveness inside real attempts (SPEC L6, L7, I1, I4, C8).
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { compactSession } from '../../../lib/compaction/index.js';
+import type { AttemptRefresher, CompactionDeps } from '../../../lib/compaction/types.js';
+import { SUMMARY_PREFIX, type Message } from '../../../lib/messages.js';
+import { sessionKey } from '../../../lib/session-ref.js';
+import {
+  createContender,
+  deferred,
+  seedSession,
+  sleep,
+  SUMMARY,
+  testEngine,
+  waitFor,
+  type Contender,
+} from '../../support/compaction-fixtures.js';
+
+let a: Contender;
+let b: Contender;
+beforeAll(async () => {
+  [a, b] = await Promise.all([createContender(), createContender()]);
+});
+afterAll(async () => {
+  await Promise.all([a.close(), b.close()]);
+});
+
+/** A paused process: its refresher never gets to run, so its lease silently expires. */
+const pausedRefresher = (): AttemptRefresher => ({
+  start: () => undefined,
+  stop: async () => undefined,
+  signal: new AbortController().signal,
+});
+
+const depsOf = (c: Contender, extra: Partial<CompactionDeps>): CompactionDeps => ({
+  lease: c.lease,
+  store: c.store,
+  engine: testEngine(),
+  leaseTtlMs: 10_000,
+  ...extra,
+});
+
+describe('fencing a paused holder', () => {
+  it('L6 I1: A pauses past its TTL, B acquires, begins and commits; A is refused at commit, exactly one child', async () => {
+    const ref = await seedSession(a.store);
+    const aStarted = deferred();
+    const aResume = deferred();
+    const aEngine = testEngine(async () => {
+      aStarted.resolve();
+      await aResume.promise;
+      return { messages: [{ role: 'user', content: `${SUMMARY_PREFIX} A's summary` }, { role: 'user', content: 'tail' }] };
+    });
+    const aRun = compactSession(depsOf(a, { engine: aEngine, leaseTtlMs: 500, createRefresher: pausedRefresher }), {
+      ref,
+      mode: 'rotate',
+      origin: 'turn',
+      holder: 'A',
+    });
+    await aStarted.promise;
+    await waitFor(async () => (await b.lease.holderOf(sessionKey(ref))) === null, "A's lease to expire");
+
+    const bOut = await compactSession(depsOf(b, {}), { ref, mode: 'rotate', origin: 'turn', holder: 'B' });
+    expect(bOut.outcome).toBe('compressed');
+
+    aResume.resolve();
+    const aOut = await aRun;
+    expect(aOut.outcome).toBe('skipped');
+    expect(aOut).toMatchObject({ reason: expect.stringMatching(/^(lease_lost|adopted)$/) });
+    if (aOut.outcome === 'skipped' && aOut.reason === 'adopted') expect(aOut.sessionId).toBe(bOut.sessionId);
+    const children = await a.store.children(ref);
+    expect(children.map((s) => s.sessionId)).toEqual([bOut.sessionId]);
+    expect((await a.store.readMessages({ tenantId: ref.tenantId, sessionId: bOut.sessionId })).map((m) => m.content)).toEqual(
+      SUMMARY.map((m) => m.content),
+    );
+    expect(await a.lease.holderOf(sessionKey(ref))).toBeNull();
+  });
+
+  it('L6 I1: B has begun but not committed when A tries: A gets lease_lost, B then commits the only child', async () => {
+    const ref = await seedSession(a.store);
+    const aStarted = deferred();
+    const aResume = deferred();
+    const aRun = compactSession(
+      depsOf(a, {
+        leaseTtlMs: 500,
+        createRefresher: pausedRefresher,
+        engine: testEngine(async () => {
+          aStarted.resolve();
+          await aResume.promise;
+          return { messages: structuredClone(SUMMARY) };
+        }),
+      }),
+      { ref, mode: 'rotate', origin: 'turn', holder: 'A' },
+    );
+    await aStarted.promise;
+    await waitFor(async () => (await b.lease.holderOf(sessionKey(ref))) === null, "A's lease to expire");
+    const bStarted = deferred();
+    const bResume = deferred();
+    const bRun = compactSession(
+      depsOf(b, {
+        engine: testEngine(async () => {
+          bStarted.resolve();
+          await bResume.promise;
+          return { messages: structuredClone(SUMMARY) };
+        }),
+      }),
+      { ref, mode: 'rotate', origin: 'turn', holder: 'B' },
+    );
+    await bStarted.promise; // B's beginAttempt recorded a newer fence
+    aResume.resolve();
+    expect(await aRun).toMatchObject({ outcome: 'skipped', reason: 'lease_lost', sessionId: ref.sessionId });
+    expect(await a.store.children(ref)).toEqual([]);
+    bResume.resolve();
+    const bOut = await bRun;
+    expect(bOut.outcome).toBe('compressed');
+    expect((await a.store.children(ref)).map((s) => s.sessionId)).toEqual([bOut.sessionId]);
+    expect(await a.lease.holderOf(sessionKey(ref))).toBeNull();
+  });
+
+  it("L7: a live owner's refresher keeps its lease past the initial TTL; a probe cannot take it", async () => {
+    const ref = await seedSession(a.store);
+    const started = deferred();
+    const resume = deferred();
+    const run = compactSession(
+      depsOf(a, {
+        leaseTtlMs: 1_500,
+        refreshIntervalMs: 150,
+        engine: testEngine(async () => {
+          started.resolve();
+          await resume.promise;
+          return { messages: structuredClone(SUMMARY) };
+        }),
+      }),
+      { ref, mode: 'rotate', origin: 'turn', holder: 'owner' },
+    );
+    await started.promise;
+    await sleep(2_500); // well past the initial TTL
+    const probe = await b.lease.tryAcquire(sessionKey(ref), { ttlMs: 1_000, holder: 'probe' });
+    expect(probe.acquired).toBe(false);
+    resume.resolve();
+    expect((await run).outcome).toBe('compressed');
+    expect(await a.store.children(ref)).toHaveLength(1);
+    expect(await a.lease.holderOf(sessionKey(ref))).toBeNull();
+  });
+});
+
+describe('concurrent tail', () => {
+  it.each(['rotate', 'in_place'] as const)('I4: messages appended during the engine call end up in the result (%s)', async (mode) => {
+    const ref = await seedSession(a.store);
+    const started = deferred();
+    const resume = deferred();
+    const run = compactSession(
+      depsOf(a, {
+        engine: testEngine(async (input) => {
+          expect(input).toHaveLength(20); // the snapshot stops at the watermark
+          started.resolve();
+          await resume.promise;
+          return { messages: structuredClone(SUMMARY) };
+        }),
+      }),
+      { ref, mode, origin: 'turn', holder: 'tail' },
+    );
+    await started.promise;
+    const appended: Message[] = [
+      { role: 'assistant', content: 'late answer' },
+      { role: 'user', content: 'late question' },
+    ];
+    // Appends are not blocked by the lease (another client, another connection).
+    await b.store.appendMessages(ref, appended);
+    resume.resolve();
+    const out = await run;
+    expect(out.outcome).toBe('compressed');
+    expect(out.messages.slice(-2).map((m) => m.content)).toEqual(['late answer', 'late question']);
+    const live = { tenantId: ref.tenantId, sessionId: out.sessionId };
+    expect((await a.store.readMessages(live)).map((m) => m.content)).toEqual(out.messages.map((m) => m.content));
+    expect(out.messages.map((m) => m.content)).toEqual([...SUMMARY.map((m) => m.content), 'late answer', 'late question']);
+  });
+});
+
+describe('human anchor in a committed compaction', () => {
+  it('C8: the engine dropped every user turn: the last real user turn is restored and committed', async () => {
+    const input: Message[] = [
+      { role: 'user', content: 'first request' },
+      { role: 'assistant', content: 'first answer '.repeat(30) },
+      { role: 'user', content: 'please continue from here' },
+      { role: 'assistant', content: 'working '.repeat(30) },
+    ];
+    const ref = await seedSession(a.store, input);
+    const engine = testEngine(() => ({ messages: [{ role: 'assistant', content: `${SUMMARY_PREFIX} earlier work was summarized` }] }));
+    const out = await compactSession(depsOf(a, { engine }), { ref, mode: 'rotate', origin: 'turn', holder: 'anchor' });
+    expect(out.outcome).toBe('compressed');
+    const users = out.messages.filter((m) => m.role === 'user');
+    expect(users.map((m) => m.content)).toEqual(['please continue from here']);
+    const stored = await a.store.readMessages({ tenantId: ref.tenantId, sessionId: out.sessionId });
+    expect(stored.filter((m) => m.role === 'user').map((m) => m.content)).toEqual(['please continue from here']);
+  });
+
+  it('C8: synthetic scaffolding is not an anchor; restoring merges rather than stacking user turns', async () => {
+    const input: Message[] = [
+      { role: 'user', content: 'the actual human objective' },
+      { role: 'assistant', content: 'working '.repeat(40) },
+    ];
+    const ref = await seedSession(a.store, input);
+    const engine = testEngine(() => ({
+      messages: [
+        { role: 'assistant', content: `${SUMMARY_PREFIX} summary` },
+        { role: 'user', content: '[Your active task list was preserved across context compression]', synthetic: true },
+      ],
+    }));
+    const out = await compactSession(depsOf(a, { engine }), { ref, mode: 'in_place', origin: 'turn', holder: 'anchor' });
+    expect(out.outcome).toBe('compressed');
+    const roles = out.messages.map((m) => m.role);
+    expect(roles.some((r, i) => r === 'user' && roles[i + 1] === 'user')).toBe(false);
+    const human = out.messages.find((m) => m.content.startsWith('the actual human objective'));
+    expect(human?.role).toBe('user');
+    expect(human?.synthetic).toBeUndefined();
+  });
+});
