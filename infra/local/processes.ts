@@ -113,7 +113,8 @@ export async function startDynamoDbLocal(port?: number): Promise<LocalProcess> {
       }
     },
     child,
-    30_000,
+    // JVM start is ~2 s idle but far slower on a loaded 2-core machine.
+    90_000,
   );
   return wrap(`dynamodb:${p}`, p, url, child);
 }
