@@ -104,10 +104,14 @@ export function lambdaContext(remainingMs = 60_000): Context {
 }
 
 /** The idempotency record Powertools keeps for an SQS messageId (key: prefix + md5 of the JSON key). */
-export async function idempotencyRecord(ddb: DynamoDBClient, messageId: string): Promise<Record<string, unknown> | undefined> {
+export async function idempotencyRecord(
+  ddb: DynamoDBClient,
+  messageId: string,
+  table = tableName(),
+): Promise<Record<string, unknown> | undefined> {
   const sk = `after-turn#${createHash('md5').update(JSON.stringify(messageId)).digest('base64')}`;
   const out = await DynamoDBDocumentClient.from(ddb).send(
-    new GetCommand({ TableName: tableName(), Key: { pk: IDEMPOTENCY_PK, sk }, ConsistentRead: true }),
+    new GetCommand({ TableName: table, Key: { pk: IDEMPOTENCY_PK, sk }, ConsistentRead: true }),
   );
   return out.Item;
 }
