@@ -222,4 +222,19 @@ describe('a newer attempt begins mid-commit (L6)', () => {
     expect(out.tailCarried).toBe(1);
     expect(await other.readMessages(ref)).toEqual([summary, msg(5)]);
   });
+
+  it('S3/C10: the sweep cleaning the attempt between its child-message writes and its transaction makes the commit fail cleanly', async () => {
+    const client = faultyClient();
+    const store = makeStore(client);
+    const sweeper = makeStore();
+    const ref = await newSession(store, msgs(1, 4));
+    const a = await begin(store, ref);
+    beforeSending(client, isCommand('TransactWriteItemsCommand'), () => sweeper.cleanExpiredAttempt({ ref, attempt: a.attempt }));
+    await expect(store.commitRotation(ref, a.attempt, [summary])).rejects.toBeInstanceOf(FenceStaleError);
+    expect(await sweeper.children(ref)).toEqual([]);
+    expect(await rawItems(client, { tenantId: ref.tenantId, sessionId: a.attempt.pendingChildId })).toEqual([]);
+    expect(await sweeper.readMessages(ref)).toEqual(msgs(1, 4));
+    expect((await sweeper.getSession(ref))?.endedAt).toBeUndefined();
+  });
 });
+
