@@ -3,7 +3,7 @@
 import type { Message } from '../messages.js';
 import { digestMiddle } from './middle-digest.js';
 import { fitSummary } from './summary-text.js';
-import { countTokens } from './tokens.js';
+import { countTokens, isWithinTokenLimit } from './tokens.js';
 import { assemble, planCompaction, type TranscriptPlan } from './transcript-plan.js';
 import type { CompressionEngine, CompressOptionName, CompressOptions, CompressResult } from './types.js';
 
@@ -28,8 +28,9 @@ export function extractiveCompress(messages: readonly Message[], options: Pick<C
   }
   const compacted = assemble(plan, summaryMessage(fitSummary(digestMiddle(plan.middle), budget)));
   // Nothing gained (tiny middle, huge summary): hand back the input so the attempt is a no-op.
-  if (countTokens(compacted) >= countTokens(messages)) return { messages: [...messages], warnings };
-  return warnings.length > 0 ? { messages: compacted, warnings } : { messages: compacted };
+  // isWithinTokenLimit stops counting a 1 MB input as soon as it is known to be larger.
+  const result = isWithinTokenLimit(messages, countTokens(compacted)) ? [...messages] : compacted;
+  return warnings.length > 0 ? { messages: result, warnings } : { messages: result };
 }
 
 /**

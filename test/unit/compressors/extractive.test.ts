@@ -89,6 +89,18 @@ describe('ExtractiveCompressor', () => {
     expect(warnings).toBeUndefined();
   });
 
+  it('C7: a middle too small to beat its own summary returns the input unchanged', async () => {
+    const input: Message[] = [
+      { role: 'system', content: 'sys' },
+      { role: 'user', content: 'hi' },
+      { role: 'assistant', content: 'ok' },
+      { role: 'user', content: 'k' },
+      { role: 'assistant', content: 'latest' },
+    ];
+    const { messages } = await engine.compress(input, { keepLast: 1 });
+    expect(messages).toEqual(input);
+  });
+
   it('does not mutate its input', async () => {
     const input = agentSession();
     const snapshot = structuredClone(input);
