@@ -2,6 +2,7 @@
 // compact; map the attempt's outcome to "done" (a result) or "try again" (a throw).
 import type { CompactionMode, CompactionOutcome, CompactRequest } from '../compaction/types.js';
 import { countTokens as defaultCountTokens } from '../compressors/tokens.js';
+import { SessionNotFoundError } from '../lineage/errors.js';
 import type { LineageStore } from '../lineage/types.js';
 import type { Message } from '../messages.js';
 import { AfterTurnRetryableError } from './errors.js';
@@ -40,7 +41,7 @@ export async function handleAfterTurn(deps: AfterTurnDeps, input: AfterTurnInput
   const ref = { tenantId: event.tenantId, sessionId: event.sessionId };
   const session = await deps.store.getSession(ref);
   // A session we cannot find will not appear on retry: the batch reports it and it dead-letters.
-  if (!session) throw new Error(`session ${event.tenantId}/${event.sessionId} not found`);
+  if (!session) throw new SessionNotFoundError(event.sessionId);
   // The turn happened on a session that was rotated since; its live child gets its own events.
   if (session.endedAt) return { status: 'session_ended', liveSessionId: session.childSessionId ?? null };
 
