@@ -9,6 +9,7 @@ export function setup(): void {
 }
 
 export function teardown(): void {
+  if (startedAt === 0) return; // setup never ran (an earlier global setup failed)
   const report = summarizeCounts(startedAt, chaosScale());
   console.log(`\n${countsLine(report)} (${(report.durationMs / 1000).toFixed(1)} s, CHAOS_SCALE=${report.scale}) -> ${lastCountsFile}`);
 }
