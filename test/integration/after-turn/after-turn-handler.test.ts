@@ -177,7 +177,7 @@ describe('afterTurn handler (SPEC F3)', () => {
         return new Promise(() => undefined);
       },
     });
-    const dead = invoke(hung, [{ messageId, body: body(ref) }], 1500);
+    const dead = invoke(hung, [{ messageId, body: body(ref) }], 3000);
     await expect.poll(() => started, { timeout: 10_000 }).toBe(true);
     const record = await idempotencyRecord(h.ddb, messageId);
     expect(record).toMatchObject({ status: 'INPROGRESS' });
