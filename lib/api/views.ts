@@ -46,8 +46,10 @@ export function outcomeView(o: CompactionOutcome): Record<string, unknown> {
   }
 }
 
-/** Outcomes a client should retry later get 503 + Retry-After (SPEC F1). */
+/**
+ * Only an unreachable lease backend is a 503 + Retry-After (SPEC F1). Every other outcome,
+ * including skipped/locked (another caller is compacting right now), is a definitive 200 answer.
+ */
 export function isRetryableOutcome(o: CompactionOutcome): boolean {
-  if (o.outcome === 'cancelled') return true;
-  return o.outcome === 'skipped' && o.reason !== 'adopted';
+  return o.outcome === 'skipped' && o.reason === 'lease_unavailable';
 }

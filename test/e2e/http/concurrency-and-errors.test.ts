@@ -49,9 +49,9 @@ describe('concurrent compaction over HTTP', () => {
         expect(r.status).toBe(200);
         expect(r.body.sessionId).toBe(childId);
       } else {
+        // Lost the lease race while the winner was still working: a definitive answer, not a 503.
         expect(r.body.reason).toBe('locked');
-        expect(r.status).toBe(503);
-        expect(Number(r.headers.get('retry-after'))).toBeGreaterThanOrEqual(1);
+        expect(r.status).toBe(200);
         expect(r.body.sessionId).toBe(id);
       }
     }

@@ -128,18 +128,25 @@ describe('HTTP API error mapping', () => {
     expect(d.compact).not.toHaveBeenCalled();
   });
 
-  it('F1: skipped (locked / lease_unavailable) -> 503 with Retry-After; adopted -> 200', async () => {
+  it('F1: skipped/lease_unavailable -> 503 with Retry-After; locked, lease_lost, adopted, cancelled -> 200', async () => {
     const base = { sessionId: 's1', messages: [], warnings: [] };
-    for (const reason of ['locked', 'lease_unavailable'] as const) {
-      const { d } = deps({}, async () => ({ ...base, outcome: 'skipped', reason }));
-      const r = await run(d, event('POST', '/sessions/s1/compress', { body: '{"mode":"rotate"}' }));
-      expect(r).toMatchObject({ status: 503, body: { outcome: 'skipped', reason, sessionId: 's1' } });
-      expect(Number(r.headers['retry-after'])).toBeGreaterThanOrEqual(1);
-      expect(d.compact).toHaveBeenCalledWith(expect.objectContaining({ ref: { tenantId: 't1', sessionId: 's1' }, mode: 'rotate', origin: 'manual', holder: 'http:req-1' }));
+    const unavailable = deps({}, async () => ({ ...base, outcome: 'skipped', reason: 'lease_unavailable' }));
+    const r = await run(unavailable.d, event('POST', '/sessions/s1/compress', { body: '{"mode":"rotate"}' }));
+    expect(r).toMatchObject({ status: 503, body: { outcome: 'skipped', reason: 'lease_unavailable', sessionId: 's1' } });
+    expect(Number(r.headers['retry-after'])).toBeGreaterThanOrEqual(1);
+    expect(unavailable.d.compact).toHaveBeenCalledWith(expect.objectContaining({ ref: { tenantId: 't1', sessionId: 's1' }, mode: 'rotate', origin: 'manual', holder: 'http:req-1' }));
+    for (const reason of ['locked', 'lease_lost'] as const) {
+      const { d } = deps({}, async () => ({ ...base, outcome: 'skipped', reason, holder: 'other#1' }));
+      const res = await run(d, event('POST', '/sessions/s1/compress', { body: '{}' }));
+      expect(res).toMatchObject({ status: 200, body: { outcome: 'skipped', reason, sessionId: 's1' } });
+      expect(res.headers?.['retry-after']).toBeUndefined();
     }
+    const cancelled = deps({}, async () => ({ ...base, outcome: 'cancelled' }));
+    expect(await run(cancelled.d, event('POST', '/sessions/s1/compress', { body: '{}' }))).toMatchObject({ status: 200, body: { outcome: 'cancelled' } });
     const { d } = deps({}, async () => ({ ...base, sessionId: 's2', outcome: 'skipped', reason: 'adopted' }));
     expect(await run(d, event('POST', '/sessions/s1/compress', { body: '{}' }))).toMatchObject({ status: 200, body: { outcome: 'skipped', reason: 'adopted', sessionId: 's2' } });
   });
+
 
   it('F1/F3: a failing after-turn publish is logged and never fails the append', async () => {
     const { d, logger, publisher } = deps();
