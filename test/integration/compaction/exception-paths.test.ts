@@ -167,6 +167,38 @@ describe('exception paths release the lease and stop the refresher', () => {
     await expectUntouched(ref);
   });
 
+  it('I3: a release that throws is logged, not thrown; a successful attempt still reports its commit', async () => {
+    const ref = await seedSession(c.store);
+    const errors: string[] = [];
+    const logger = { info: () => undefined, warn: () => undefined, error: (m: string) => void errors.push(m) };
+    const lease = withOverrides(c.lease, {
+      release: async (l: Parameters<typeof c.lease.release>[0]) => {
+        await c.lease.release(l); // the real, token-checked release still happens first
+        throw new Error('release boom');
+      },
+    });
+    const out = await compactSession(deps(testEngine(), { lease, logger }), req(ref));
+    expect(out.outcome).toBe('compressed');
+    expect(errors.some((m) => /release/.test(m))).toBe(true);
+    expect(await c.lease.holderOf(sessionKey(ref))).toBeNull();
+  });
+
+  it('I3: a failing abandonAttempt does not mask the engine error, and the lease is still released', async () => {
+    const ref = await seedSession(c.store);
+    const store = withOverrides<LineageStore>(c.store, {
+      abandonAttempt: async () => {
+        throw new Error('abandon boom');
+      },
+    });
+    const logger = { info: () => undefined, warn: () => undefined, error: () => undefined };
+    const engine = testEngine(() => {
+      throw new Error('engine boom');
+    });
+    await expect(compactSession(deps(engine, { store, logger }), req(ref))).rejects.toThrow('engine boom');
+    expect(await c.lease.holderOf(sessionKey(ref))).toBeNull();
+    expect(await c.store.children(ref)).toEqual([]);
+  });
+
   it('C6 I3: reading engine.acceptedOptions throws: propagates, engine never called, lease and refresher cleaned up', async () => {
     const ref = await seedSession(c.store);
     const r = recordingRefreshers();
