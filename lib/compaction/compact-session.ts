@@ -148,7 +148,17 @@ export async function compactSession(
     if (input.length === 0) return { outcome: 'noop', reason: 'nothing_to_compact', sessionId: ref.sessionId, messages: [], warnings };
 
     refresher = (deps.createRefresher ?? ((o) => new LeaseRefresher(o)))({
-      refresh: async () => (await leaseApi.refresh(held, ttlMs)).refreshed,
+      refresh: async () => {
+        const r = await leaseApi.refresh(held, ttlMs);
+        // Keep the attempt record's expiry in step with the lease, so the sweep (S1) never
+        // takes a live, refreshed attempt for an abandoned one.
+        if (r.refreshed && begun) {
+          await store.extendAttempt?.(ref, begun.attempt, r.expiresAt).catch((err: unknown) => {
+            log.warn('could not extend the attempt record', { error: errorText(err) });
+          });
+        }
+        return r.refreshed;
+      },
       ttlMs,
       ...(deps.refreshIntervalMs !== undefined ? { intervalMs: deps.refreshIntervalMs } : {}),
       onGiveUp: (reason) => log.warn('lease refresher gave up; the attempt will not commit', { reason }),

@@ -115,7 +115,7 @@ describe('fencing a paused holder', () => {
     expect(await a.lease.holderOf(sessionKey(ref))).toBeNull();
   });
 
-  it("L7: a live owner's refresher keeps its lease past the initial TTL; a probe cannot take it", async () => {
+  it("L7/S1: a live owner's refresher keeps its lease (and its attempt record) past the initial TTL; a probe cannot take it", async () => {
     const ref = await seedSession(a.store);
     const started = deferred();
     const resume = deferred();
@@ -132,9 +132,14 @@ describe('fencing a paused holder', () => {
       { ref, mode: 'rotate', origin: 'turn', holder: 'owner' },
     );
     await started.promise;
+    const initialExpiry = (await a.store.getSession(ref))!.attempt!.leaseExpiresAt;
     await sleep(2_500); // well past the initial TTL
     const probe = await b.lease.tryAcquire(sessionKey(ref), { ttlMs: 1_000, holder: 'probe' });
     expect(probe.acquired).toBe(false);
+    // S1: the attempt record follows the refreshed lease, so the sweep never sees it as expired.
+    const extended = (await a.store.getSession(ref))!.attempt!;
+    expect(extended.leaseExpiresAt).toBeGreaterThan(initialExpiry);
+    expect(await a.store.listExpiredAttempts(Date.now())).not.toContainEqual(expect.objectContaining({ ref }));
     resume.resolve();
     expect((await run).outcome).toBe('compressed');
     expect(await a.store.children(ref)).toHaveLength(1);
