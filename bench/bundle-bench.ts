@@ -23,17 +23,27 @@ export interface BundleRow {
   processMs: Comparison;
 }
 
-/** Same shape as the deployable build: one ESM bundle per handler for nodejs22.x, SDK v3 included. */
+/** The options of infra/build.ts (the deployable bundles) plus a metafile for per-input sizes. */
 export const bundleOptions = {
   bundle: true,
   platform: 'node',
-  target: 'node22',
+  target: 'node20',
   format: 'esm',
   minify: true,
   sourcemap: false,
+  legalComments: 'none',
   metafile: true,
-  // CommonJS dependencies call require() on node builtins; give the ESM bundle one.
-  banner: { js: "import { createRequire as __cr } from 'node:module'; const require = __cr(import.meta.url);" },
+  // ESM bundles of CJS dependencies (ioredis, the AWS SDK) still call require/__dirname.
+  banner: {
+    js: [
+      "import { createRequire as __createRequire } from 'node:module';",
+      "import { fileURLToPath as __fileURLToPath } from 'node:url';",
+      "import { dirname as __pathDirname } from 'node:path';",
+      'const require = __createRequire(import.meta.url);',
+      'const __filename = __fileURLToPath(import.meta.url);',
+      'const __dirname = __pathDirname(__filename);',
+    ].join('\n'),
+  },
 } as const;
 
 async function importTime(file: string, env: NodeJS.ProcessEnv): Promise<{ importMs: number; processMs: number }> {
@@ -45,7 +55,7 @@ async function importTime(file: string, env: NodeJS.ProcessEnv): Promise<{ impor
 
 export async function benchBundles(functionsDir: string, runs: number, env: NodeJS.ProcessEnv): Promise<BundleRow[]> {
   const entries = readdirSync(functionsDir)
-    .filter((f) => f.endsWith('.ts'))
+    .filter((f) => f.endsWith('.ts') && !f.endsWith('.d.ts') && !f.endsWith('.test.ts'))
     .map((f) => join(functionsDir, f));
   if (entries.length === 0) return [];
   const outdir = mkdtempSync(join(tmpdir(), 'bench-bundles-'));

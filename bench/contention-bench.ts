@@ -12,7 +12,10 @@ import { round, summarize, timeIt, type Summary } from './stats.js';
 export interface ContentionRow {
   contenders: number;
   rounds: number;
+  /** Whole compactSession call of a loser, to its `skipped` outcome (includes reading the input back). */
   loserSkip: Summary;
+  /** The losers' tryAcquire alone (SET NX on every node, undo, read the holder). */
+  loserLeaseDecision: Summary;
   redisRoundTrip: Summary;
   /** loser time-to-skipped p50 / one Redis GET p50. */
   ratioP50: number;
@@ -31,6 +34,18 @@ export async function benchContention(
   const rows: ContentionRow[] = [];
   for (const n of contenderCounts) {
     const skipTimes: number[] = [];
+    const decisionTimes: number[] = [];
+    const lease: LeaseApi = {
+      tryAcquire: async (key, opts) => {
+        const t0 = performance.now();
+        const r = await deps.lease.tryAcquire(key, opts);
+        if (!r.acquired) decisionTimes.push(performance.now() - t0);
+        return r;
+      },
+      refresh: (l, ttl) => deps.lease.refresh(l, ttl),
+      release: (l) => deps.lease.release(l),
+      holderOf: (key) => deps.lease.holderOf(key),
+    };
     const rtt: number[] = [];
     const outcomes: Record<string, number> = {};
     let forks = 0;
@@ -42,7 +57,7 @@ export async function benchContention(
         Array.from({ length: n }, async (_, i) => {
           const t0 = performance.now();
           const res = await compactSession(
-            { lease: deps.lease, store: deps.store, engine, leaseTtlMs: 10_000 },
+            { lease, store: deps.store, engine, leaseTtlMs: 10_000 },
             { ref, mode: 'rotate', origin: 'turn', holder: `contender-${i}` },
           );
           const dt = performance.now() - t0;
@@ -62,6 +77,7 @@ export async function benchContention(
       contenders: n,
       rounds,
       loserSkip,
+      loserLeaseDecision: summarize(decisionTimes),
       redisRoundTrip,
       ratioP50: skipTimes.length ? round(loserSkip.p50 / redisRoundTrip.p50, 1) : Number.NaN,
       outcomes,

@@ -4,6 +4,8 @@ import type { Redis } from 'ioredis';
 import { createRedisClients, waitForRedis } from '../lib/clients.js';
 import { SessionLease } from '../lib/lease/index.js';
 import type { FenceIssuer } from '../lib/lease/types.js';
+import type { LineageStore } from '../lib/lineage/types.js';
+import { sessionKey } from '../lib/session-ref.js';
 import { compare, timeIt, type Comparison } from './stats.js';
 
 /** In-process fence counter: isolates the Redis cost of the lease from the DynamoDB fence. */
@@ -33,7 +35,7 @@ const onAll = (clients: Redis[], fn: (c: Redis) => Promise<unknown>) => Promise.
 export async function benchLease(
   urls: readonly string[],
   iterations: number,
-  storeFence?: FenceIssuer,
+  storeFence?: LineageStore,
 ): Promise<LeaseBenchResult> {
   const clients = createRedisClients(urls);
   await waitForRedis(clients);
@@ -84,7 +86,9 @@ export async function benchLease(
       const a: number[] = [];
       const s: number[] = [];
       for (let i = 0; i < Math.ceil(iterations / 2); i++) {
-        const key = `bench/${randomUUID()}`;
+        // The store only issues fences for sessions that exist.
+        const created = await storeFence.createSession({ tenantId: `bench-fence-${randomUUID()}` });
+        const key = sessionKey(created);
         const bareKey = `bench-bare:${randomUUID()}`;
         let got: Awaited<ReturnType<SessionLease['tryAcquire']>> | undefined;
         a.push(await timeIt(async () => (got = await real.tryAcquire(key, { ttlMs: 10_000, holder: 'bench' }))));

@@ -58,11 +58,12 @@ export function sections(r: BenchResults): string[] {
     out.push(
       `### Contention on one session\n\n` +
         table(
-          ['contenders', 'rounds', 'loser → skipped p50 / p99', 'Redis GET p50', 'ratio', 'outcomes', 'forks', 'leaked leases'],
+          ['contenders', 'rounds', 'loser → skipped p50 / p99', 'loser lease decision p50 / p99', 'Redis GET p50', 'ratio (skipped / GET)', 'outcomes', 'forks', 'leaked leases'],
           r.contention.map((c) => [
             c.contenders,
             c.rounds,
             `${ms(c.loserSkip.p50)} / ${ms(c.loserSkip.p99)}`,
+            `${ms(c.loserLeaseDecision.p50)} / ${ms(c.loserLeaseDecision.p99)}`,
             ms(c.redisRoundTrip.p50),
             `${c.ratioP50}x`,
             Object.entries(c.outcomes).map(([k, v]) => `${k} ${v}`).join(', '),
@@ -99,7 +100,7 @@ export function sections(r: BenchResults): string[] {
   }
   if (r.bundles?.length) {
     out.push(
-      `### Lambda bundles (esbuild, minified ESM, node22)\n\n` +
+      `### Lambda bundles (esbuild with infra/build.ts options: minified ESM)\n\n` +
         table(
           ['function', 'size', 'largest inputs', 'import p50 (bundle / empty / ratio)', 'process p50 (bundle / empty / ratio)'],
           r.bundles.map((b) => [
@@ -144,11 +145,13 @@ Raw numbers: \`bench/results/latest.json\` (and one timestamped file per run).
 - Commit rows: a whole \`compactSession\` with an instant engine (lease, fence, beginAttempt, heartbeat touches, the
   commit transaction, release) vs one bare "put child + update parent" TransactWriteItems on the same DynamoDB Local.
 - Contention: N callers compact one session at once while the winner's engine takes 300 ms; "loser → skipped" is
-  how long a loser waits to be told \`skipped\` (it never waits for the lease), compared with one Redis GET.
+  how long a loser's whole \`compactSession\` call takes to answer \`skipped\` (it never waits for the lease, but
+  it reads the session's messages back to return them unchanged, SPEC C1), compared with one Redis GET; "lease
+  decision" is the losers' \`tryAcquire\` alone (SET NX on every node, undo, read the holder).
   Forks and leaked leases must be 0.
 - Quorum loss: two of three Redis nodes are SIGKILLed; a request must learn \`lease_unavailable\` in milliseconds
   (SPEC L4), not after the client's reconnect budget.
-- Bundles: each \`functions/*.ts\` bundled by esbuild (minified ESM for nodejs22.x); "import" is the in-process
+- Bundles: each \`functions/*.ts\` bundled by esbuild (the options of infra/build.ts: minified ESM); "import" is the in-process
   \`await import()\` time in a fresh \`node\`, "process" the whole spawn-to-exit time, each vs an empty module.
 
 ${sections(r).join('\n\n')}
