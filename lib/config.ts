@@ -1,6 +1,7 @@
 // Runtime configuration from the environment, validated once. Defaults point at the
 // local stack written by `npm start` (infra/local/.local-stack.json is read by infra, not here).
 import { z } from 'zod';
+import { engineConfigFromEnv, type EngineConfig } from './compressors/engine-config.js';
 
 /** Unset and empty mean the same thing for optional variables (serverless writes '' for absent ones). */
 const optionalString = z.preprocess((v) => (v === '' ? undefined : v), z.string().min(1).optional());
@@ -17,17 +18,19 @@ const schema = z.object({
   LOCAL_LAMBDA_ENDPOINT: optionalString,
   /** Sessions above this many tokens are compacted after a turn (SPEC F3). */
   COMPACTION_TOKEN_THRESHOLD: z.coerce.number().int().positive().default(8_000),
-  OPENAI_BASE_URL: optionalString,
-  OPENAI_API_KEY: optionalString,
-  OPENAI_MODEL: optionalString,
+  /** How the after-turn consumer compacts: rotate to a child (default) or in place. */
+  AFTER_TURN_COMPACTION_MODE: z.enum(['rotate', 'in_place']).default('rotate'),
+  /** How long a processed SQS messageId is remembered; SQS retries come far sooner than a day. */
+  AFTER_TURN_IDEMPOTENCY_TTL_SECONDS: z.coerce.number().int().positive().default(24 * 3600),
   /** HTTP API: largest request body accepted (SPEC F1, 413 above it). */
   MAX_BODY_BYTES: z.coerce.number().int().positive().default(1_048_576),
 });
 
-export type Config = z.infer<typeof schema>;
+/** The service config; `engine` comes from OPENAI_BASE_URL / OPENAI_MODEL / OPENAI_API_KEY. */
+export type Config = z.infer<typeof schema> & { engine: EngineConfig };
 
 export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
-  return schema.parse(env);
+  return { ...schema.parse(env), engine: engineConfigFromEnv(env) };
 }
 
 export function redisUrls(config: Pick<Config, 'REDIS_URLS'>): string[] {

@@ -6,7 +6,7 @@ import { ApiKeyStore } from './api/api-keys.js';
 import { createDynamoClient, createRedisClients, waitForRedis } from './clients.js';
 import { compactSession } from './compaction/compact-session.js';
 import type { CompactionLogger, CompactionOutcome, CompactRequest } from './compaction/types.js';
-import { engineFromEnv } from './compressors/index.js';
+import { engineFromConfig } from './compressors/index.js';
 import type { CompressionEngine } from './compressors/types.js';
 import { loadConfig, redisUrls, type Config } from './config.js';
 import { SessionLease } from './lease/session-lease.js';
@@ -50,7 +50,7 @@ export async function buildRuntime(env: NodeJS.ProcessEnv = process.env, opts: R
   await waitForRedis(redis);
   const store = new DynamoLineageStore({ client: dynamo, tableName: config.TABLE_NAME });
   const lease = new SessionLease({ clients: redis, fenceIssuer: store });
-  const engine = engineFromEnv(env);
+  const engine = engineFromConfig(config.engine);
   const apiKeys = new ApiKeyStore({ client: dynamo, tableName: config.TABLE_NAME });
   const runtime: Runtime = {
     config,

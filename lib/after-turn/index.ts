@@ -12,5 +12,4 @@ export {
   type AfterTurnEvent,
   type AfterTurnPublisher,
 } from './publisher.js';
-export { afterTurnSettings, type AfterTurnSettings } from './settings.js';
 export { consumerFromEnv } from './from-runtime.js';

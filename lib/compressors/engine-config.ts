@@ -1,5 +1,4 @@
-// Which compaction engine the environment asks for. The zod schema is exported so
-// lib/config.ts can compose it into the one service config.
+// Which compaction engine the environment asks for; lib/config.ts folds it into the service config.
 import { z } from 'zod';
 
 // Serverless renders unset variables as '' — treat blank as unset.
