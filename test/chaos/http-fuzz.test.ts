@@ -199,7 +199,15 @@ describe('HTTP API bad-input fuzz', () => {
         expect(typeof err?.code, res.text.slice(0, 300)).toBe('string');
         expect(typeof err?.message).toBe('string');
       }),
-      { numRuns: scaled(120), endOnFailure: true },
+      {
+        numRuns: scaled(120),
+        endOnFailure: true,
+        // Always tried first: a JSON body that is not an object (the literal null included) is a wrong type.
+        examples: ['null', '[]', '42', '"x"', 'true'].flatMap((body) => [
+          [{ method: 'POST' as const, path: '/sessions', body }],
+          [{ method: 'POST' as const, path: `/sessions/${sessionId}/compress`, body }],
+        ]),
+      },
     );
     expect(await tenantItemCount()).toBe(before);
     const session = await send({ method: 'GET', path: `/sessions/${sessionId}/messages` });
