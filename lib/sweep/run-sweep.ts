@@ -16,6 +16,9 @@ export interface SweepDeps {
   leaseHeld?: (ref: SessionRef) => Promise<boolean>;
   /** Told about each attempt whose cleanup threw; the sweep goes on with the rest. */
   onCleanupError?: (err: unknown, expired: ExpiredAttempt) => void;
+  /** Attempts listed per page, and the most pages one run works through (the next run continues). */
+  pageSize?: number;
+  maxPages?: number;
 }
 
 export interface SweepResult {
@@ -38,23 +41,36 @@ export async function runSweep(deps: SweepDeps): Promise<SweepResult> {
     liveAttemptsSkipped: 0,
     cleanupFailures: 0,
   };
-  for (const expired of await deps.store.listExpiredAttempts(now)) {
-    try {
-      if (deps.leaseHeld && (await leaseHeldSafely(deps.leaseHeld, expired.ref))) {
-        result.liveAttemptsSkipped++;
-        continue;
-      }
-      const r = await deps.store.cleanExpiredAttempt(expired);
-      if (r.cleaned) result.expiredAttemptsCleaned++;
-      result.orphanMessagesRemoved += r.orphanMessagesRemoved;
-    } catch (err) {
-      result.cleanupFailures++;
-      deps.onCleanupError?.(err, expired);
-    }
+  const pageSize = deps.pageSize ?? 100;
+  const seen = new Set<string>();
+  for (let page = 0; page < (deps.maxPages ?? 20); page++) {
+    // Cleaned attempts leave the index; skipped or failed ones stay listed, so only new ones count.
+    const listed = await deps.store.listExpiredAttempts(now, pageSize);
+    const fresh = listed.filter((e) => !seen.has(e.attempt.attemptId));
+    for (const e of fresh) seen.add(e.attempt.attemptId);
+    await cleanPage(fresh);
+    if (listed.length < pageSize || fresh.length === 0) break;
   }
   result.forks = await deps.store.findForks();
   result.forksFound = result.forks.length;
   return result;
+
+  async function cleanPage(page: ExpiredAttempt[]): Promise<void> {
+    for (const expired of page) {
+      try {
+        if (deps.leaseHeld && (await leaseHeldSafely(deps.leaseHeld, expired.ref))) {
+          result.liveAttemptsSkipped++;
+          continue;
+        }
+        const r = await deps.store.cleanExpiredAttempt(expired);
+        if (r.cleaned) result.expiredAttemptsCleaned++;
+        result.orphanMessagesRemoved += r.orphanMessagesRemoved;
+      } catch (err) {
+        result.cleanupFailures++;
+        deps.onCleanupError?.(err, expired);
+      }
+    }
+  }
 }
 
 async function leaseHeldSafely(check: (ref: SessionRef) => Promise<boolean>, ref: SessionRef): Promise<boolean> {

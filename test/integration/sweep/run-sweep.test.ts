@@ -160,4 +160,14 @@ describe('runSweep (SPEC S1-S3)', () => {
     // The next run finishes the job.
     expect(await runSweep({ store })).toMatchObject({ expiredAttemptsCleaned: 1, cleanupFailures: 0 });
   });
+
+  it('S1: one run pages through more expired attempts than a page holds, and stops at maxPages', async () => {
+    const refs = await Promise.all(Array.from({ length: 5 }, () => session()));
+    for (const ref of refs) await liveAttempt(ref, Date.now() - 1);
+    const capped = await runSweep({ store, pageSize: 2, maxPages: 1 });
+    expect(capped.expiredAttemptsCleaned).toBe(2);
+    const rest = await runSweep({ store, pageSize: 2 });
+    expect(rest.expiredAttemptsCleaned).toBe(3);
+    for (const ref of refs) expect((await store.getSession(ref))?.attempt).toBeUndefined();
+  });
 });
