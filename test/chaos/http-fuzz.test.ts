@@ -203,7 +203,7 @@ describe('HTTP API bad-input fuzz', () => {
         numRuns: scaled(120),
         endOnFailure: true,
         // Always tried first: a JSON body that is not an object (the literal null included) is a wrong type.
-        examples: ['null', '[]', '42', '"x"', 'true'].flatMap((body) => [
+        examples: ['null', '[]', '42', '"x"', 'true'].flatMap((body): [BadRequest][] => [
           [{ method: 'POST' as const, path: '/sessions', body }],
           [{ method: 'POST' as const, path: `/sessions/${sessionId}/compress`, body }],
         ]),
