@@ -65,7 +65,7 @@ export function sections(r: BenchResults): string[] {
             `${ms(c.loserSkip.p50)} / ${ms(c.loserSkip.p99)}`,
             `${ms(c.loserLeaseDecision.p50)} / ${ms(c.loserLeaseDecision.p99)}`,
             ms(c.redisRoundTrip.p50),
-            `${c.ratioP50}x`,
+            Number.isFinite(c.ratioP50) && c.ratioP50 !== null ? `${c.ratioP50}x` : 'n/a (no losers)',
             Object.entries(c.outcomes).map(([k, v]) => `${k} ${v}`).join(', '),
             c.forks,
             c.leakedLeases,
@@ -124,9 +124,20 @@ function chaosSection(chaosFile: string): string {
   if (!existsSync(chaosFile)) return 'No chaos run recorded yet: run `npm run test:chaos`.';
   const c = JSON.parse(readFileSync(chaosFile, 'utf8')) as Record<string, number | string>;
   return table(
-    ['races run', 'interleavings explored', 'crashes injected', 'node faults injected', 'inputs tried', 'forks found', 'leaked leases', 'run time', 'CHAOS_SCALE', 'when'],
-    [[c.racesRun!, c.interleavingsExplored!, c.crashesInjected!, c.nodeFaultsInjected!, c.inputsTried!, c.forksFound!, c.leakedLeases!, `${Math.round(Number(c.durationMs) / 1000)} s`, c.scale!, c.finishedAt!]],
+    ['races run', 'interleavings explored', 'crashes injected', 'node faults injected', 'inputs tried', 'input violations', 'forks found', 'leaked leases', 'run time', 'CHAOS_SCALE', 'when'],
+    [[c.racesRun!, c.interleavingsExplored!, c.crashesInjected!, c.nodeFaultsInjected!, c.inputsTried!, c.inputViolations ?? 'n/a', c.forksFound!, c.leakedLeases!, `${Math.round(Number(c.durationMs) / 1000)} s`, c.scale!, c.finishedAt!]],
   );
+}
+
+function chaosWarning(chaosFile: string): string {
+  if (!existsSync(chaosFile)) return '';
+  const c = JSON.parse(readFileSync(chaosFile, 'utf8')) as Record<string, number>;
+  const bad = [
+    c.forksFound ? `${c.forksFound} fork(s)` : '',
+    c.leakedLeases ? `${c.leakedLeases} leaked lease(s)` : '',
+    c.inputViolations ? `${c.inputViolations} fuzzed request(s) not answered with a 4xx JSON error` : '',
+  ].filter(Boolean);
+  return bad.length ? `**The last chaos run found: ${bad.join(', ')}.** See the failing test's output.\n\n` : '';
 }
 
 export function writeReadme(file: string, r: BenchResults, chaosFile = new URL('../test/chaos/.last-counts.json', import.meta.url).pathname): void {
@@ -160,8 +171,25 @@ ${sections(r).join('\n\n')}
 
 ${chaosSection(chaosFile)}
 
-What each chaos file proves is written at the top of the file (test/chaos/*.test.ts); the counts above are
-summed from every file's afterAll into \`test/chaos/.last-counts.json\`.
+${chaosWarning(chaosFile)}The counts are summed from every file's afterAll into \`test/chaos/.last-counts.json\`; CHAOS_SCALE multiplies
+the iteration counts (default 1 keeps the run near one minute on a busy 2-core machine). What each file proves:
+
+- \`crash-points\`: a child process runs a real \`compactSession\` and \`process.exit\`s after acquire, after
+  beginAttempt, after the new messages were written (a DynamoDB client middleware dies as the first batch lands),
+  and after commit before release, for both modes: at most one child, the lease frees itself by TTL, a later attempt
+  compacts (or adopts), and \`runSweep\` removes the attempt record and every pending message (I1, I3, L7, S1, S2).
+- \`redis-node-kill\`: SIGKILL one of three Redis nodes while the winner compacts and rivals race (it still commits
+  once), or two of three (no fork; new attempts fail fast and closed; nothing held past the TTL); nodes restart on
+  the same port and rejoin the quorum (L4, L6, I1-I3).
+- \`dynamodb-stop\`: DynamoDB Local SIGKILLed while the commit transaction is in flight (the attempt errors, never a
+  false "compressed", the lease is released, a restarted store works; in-memory DynamoDB Local loses its data on
+  restart, so this case cannot inspect what the killed commit left), and SIGSTOPped past the lease TTL during a
+  commit while a rival starts (data survives: one child, one "rotated", no orphan after a sweep) (I1-I3, L6, S1, S2).
+- \`interleavings\`: fast-check runs of 2-6 contenders with random delays, modes and cancellations plus concurrent
+  appends: I1-I4 and C9 in every run.
+- \`http-fuzz\`: fast-check invalid requests through the local service (malformed JSON, wrong types, unknown
+  fields and roles, huge strings, unicode edge cases, path traversal, bad credentials): every answer must be a 4xx
+  JSON error and nothing may be written (F1, F2).
 `;
   writeFileSync(file, body);
 }

@@ -1,7 +1,7 @@
 // `npm run bench`: starts its own local stack, runs every benchmark, writes
 // bench/results/<timestamp>.json + latest.json, prints a summary table and regenerates bench/README.md.
 // BENCH_SCALE (default 1) multiplies iteration counts; BENCH_ONLY=lease,commit,... picks sections.
-import { mkdirSync, writeFileSync } from 'node:fs';
+import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { startLocalStack } from '../infra/local/stack.js';
 import { startRedis } from '../infra/local/processes.js';
@@ -19,6 +19,14 @@ const n = (x: number) => Math.max(3, Math.round(x * scale));
 const only = new Set((process.env.BENCH_ONLY ?? '').split(',').filter(Boolean));
 const want = (s: string) => only.size === 0 || only.has(s);
 const root = fileURLToPath(new URL('..', import.meta.url));
+
+// `--readme-only`: re-render bench/README.md from the last results and the last chaos counts.
+if (process.argv.includes('--readme-only')) {
+  const last = JSON.parse(readFileSync(`${root}bench/results/latest.json`, 'utf8')) as BenchResults;
+  writeReadme(`${root}bench/README.md`, last);
+  console.log(summaryTable(last));
+  process.exit(0);
+}
 
 const started = Date.now();
 // Own servers always (env: {}), never whatever REDIS_URLS the shell points at.

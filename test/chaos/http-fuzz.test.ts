@@ -15,7 +15,7 @@ let svc: LocalService;
 let key: string;
 let sessionId: string;
 const tenant = `chaos-fuzz-${randomUUID()}`;
-const counts = { inputsTried: 0 };
+const counts = { inputsTried: 0, inputViolations: 0 };
 /** Requests the local gateway (serverless-offline/hapi) refused before our handler ran. */
 let gatewayRejected = 0;
 const statuses: Record<number, number> = {};
@@ -208,6 +208,7 @@ describe('HTTP API bad-input fuzz', () => {
         ]),
       },
     );
+    counts.inputViolations = violations.length;
     expect(violations).toEqual([]);
     expect(await tenantItemCount()).toBe(before);
     const session = await send({ method: 'GET', path: `/sessions/${sessionId}/messages` });

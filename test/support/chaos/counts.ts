@@ -9,6 +9,8 @@ export interface ChaosCounts {
   crashesInjected: number;
   nodeFaultsInjected: number;
   inputsTried: number;
+  /** Fuzzed requests answered with something other than a 4xx JSON error (must be 0). */
+  inputViolations: number;
   forksFound: number;
   leakedLeases: number;
 }
@@ -19,6 +21,7 @@ export const emptyCounts = (): ChaosCounts => ({
   crashesInjected: 0,
   nodeFaultsInjected: 0,
   inputsTried: 0,
+  inputViolations: 0,
   forksFound: 0,
   leakedLeases: 0,
 });
@@ -67,7 +70,7 @@ export function summarizeCounts(startedAt: number, scale: number): CountsReport 
 export function countsLine(r: ChaosCounts): string {
   return (
     `chaos: races run ${r.racesRun} (interleavings ${r.interleavingsExplored}), crashes injected ${r.crashesInjected}, ` +
-    `node faults ${r.nodeFaultsInjected}, inputs tried ${r.inputsTried}, forks found = ${r.forksFound}, leaked leases = ${r.leakedLeases}`
+    `node faults ${r.nodeFaultsInjected}, inputs tried ${r.inputsTried} (violations ${r.inputViolations}), forks found = ${r.forksFound}, leaked leases = ${r.leakedLeases}`
   );
 }
 
