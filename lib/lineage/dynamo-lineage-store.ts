@@ -24,6 +24,8 @@ import {
   TransactWriteCommand,
   UpdateCommand,
   type QueryCommandInput,
+  type TransactWriteCommandInput,
+  type UpdateCommandOutput,
 } from '@aws-sdk/lib-dynamodb';
 import type { Message } from '../messages.js';
 import { parseSessionKey, type SessionRef } from '../session-ref.js';
@@ -37,7 +39,7 @@ import {
   SessionNotFoundError,
   StoreRetryableError,
 } from './errors.js';
-import { expression, updateExpression } from './expression.js';
+import { expression, updateExpression, type ExpressionParts } from './expression.js';
 import {
   assertMessagesFit,
   fromMessageItem,
@@ -91,6 +93,7 @@ const MAX_VERSION_ROUNDS = 20;
 const ATTEMPT_ATTRS = 'REMOVE #attempt, #attemptShard, #leaseExpiresAt, #attemptWatermark';
 
 type CommitMode = 'rotate' | 'in_place';
+type TransactItem = NonNullable<TransactWriteCommandInput['TransactItems']>[number];
 
 export class DynamoLineageStore implements LineageStore {
   private readonly doc: DynamoDBDocumentClient;
@@ -117,15 +120,12 @@ export class DynamoLineageStore implements LineageStore {
   async nextFence(key: string): Promise<number> {
     const ref = parseSessionKey(key);
     try {
-      const out = await this.send('next fence', () =>
-        this.doc.send(
-          new UpdateCommand({
-            TableName: this.table,
-            Key: metaKey(ref),
-            ...expression({ update: 'ADD #fenceCounter :one', condition: 'attribute_exists(pk)' }, { ':one': 1 }),
-            ReturnValues: 'UPDATED_NEW',
-          }),
-        ),
+      const out = await this.updateMeta(
+        'next fence',
+        ref,
+        { update: 'ADD #fenceCounter :one', condition: 'attribute_exists(pk)' },
+        { ':one': 1 },
+        'UPDATED_NEW',
       );
       return Number(out.Attributes?.fenceCounter);
     } catch (err) {
@@ -196,29 +196,15 @@ export class DynamoLineageStore implements LineageStore {
         version: (meta.version ?? 0) + 1,
       };
       try {
-        await this.send('append messages', () =>
-          this.doc.send(
-            new TransactWriteCommand({
-              TransactItems: [
-                {
-                  Update: {
-                    TableName: this.table,
-                    Key: metaKey(ref),
-                    ...updateExpression(
-                      {
-                        update: 'SET #lastSeq = :last, #messageCount = :count, #version = :next',
-                        condition: `${versionCondition(meta)} AND attribute_not_exists(#endedAt)`,
-                      },
-                      { ':last': next.lastSeq, ':count': next.messageCount, ':next': next.version, ':v': meta.version },
-                    ),
-                  },
-                },
-                ...chunk.map((m, i) => ({
-                  Put: { TableName: this.table, Item: toMessageItem(pk, generation, lastSeq + 1 + i, m) },
-                })),
-              ],
-            }),
-          ),
+        await this.transactOnMeta(
+          'append messages',
+          ref,
+          {
+            update: 'SET #lastSeq = :last, #messageCount = :count, #version = :next',
+            condition: `${versionCondition(meta)} AND attribute_not_exists(#endedAt)`,
+          },
+          { ':last': next.lastSeq, ':count': next.messageCount, ':next': next.version, ':v': meta.version },
+          chunk.map((m, i) => ({ Put: { TableName: this.table, Item: toMessageItem(pk, generation, lastSeq + 1 + i, m) } })),
         );
         return toSessionRecord(next);
       } catch (err) {
@@ -238,23 +224,28 @@ export class DynamoLineageStore implements LineageStore {
 
   async lineage(ref: SessionRef): Promise<SessionRecord[]> {
     const start = await this.requireMeta(ref);
-    const chain: SessionRecord[] = [toSessionRecord(start)];
     const seen = new Set([start.sessionId]);
-    for (let cur = start; cur.parentSessionId && !seen.has(cur.parentSessionId); ) {
-      const parent = await this.readMeta({ tenantId: ref.tenantId, sessionId: cur.parentSessionId });
-      if (!parent) break;
-      seen.add(parent.sessionId);
-      chain.unshift(toSessionRecord(parent));
-      cur = parent;
+    const ancestors = await this.follow(ref.tenantId, start, (m) => m.parentSessionId, seen);
+    const descendants = await this.follow(ref.tenantId, start, (m) => m.childSessionId, seen);
+    return [...ancestors.reverse(), start, ...descendants].map(toSessionRecord);
+  }
+
+  /** The METAs reached by following `next` from `from` (excluded), stopping at a gap or a cycle. */
+  private async follow(
+    tenantId: string,
+    from: MetaItem,
+    next: (m: MetaItem) => string | undefined,
+    seen: Set<string>,
+  ): Promise<MetaItem[]> {
+    const found: MetaItem[] = [];
+    for (let cur = from, id = next(cur); id && !seen.has(id); id = next(cur)) {
+      const meta = await this.readMeta({ tenantId, sessionId: id });
+      if (!meta) break;
+      seen.add(meta.sessionId);
+      found.push(meta);
+      cur = meta;
     }
-    for (let cur = start; cur.childSessionId && !seen.has(cur.childSessionId); ) {
-      const child = await this.readMeta({ tenantId: ref.tenantId, sessionId: cur.childSessionId });
-      if (!child) break;
-      seen.add(child.sessionId);
-      chain.push(toSessionRecord(child));
-      cur = child;
-    }
-    return chain;
+    return found;
   }
 
   async children(ref: SessionRef): Promise<SessionRecord[]> {
@@ -272,22 +263,13 @@ export class DynamoLineageStore implements LineageStore {
 
   async touchActivity(ref: SessionRef, label: string): Promise<void> {
     // Deliberately no version bump: heartbeats must not make a commit's version check fail.
-    try {
-      await this.send('touch activity', () =>
-        this.doc.send(
-          new UpdateCommand({
-            TableName: this.table,
-            Key: metaKey(ref),
-            ...expression(
-              { update: 'SET #lastActivity = :mark', condition: 'attribute_exists(pk)' },
-              { ':mark': { label, at: this.isoNow() } },
-            ),
-          }),
-        ),
-      );
-    } catch (err) {
-      if (!isConditionFailure(err)) throw err;
-    }
+    // A session that is gone is not an error here.
+    await this.updateMetaIf(
+      'touch activity',
+      ref,
+      { update: 'SET #lastActivity = :mark', condition: 'attribute_exists(pk)' },
+      { ':mark': { label, at: this.isoNow() } },
+    );
   }
 
   // ---- compaction attempts ----
@@ -307,32 +289,26 @@ export class DynamoLineageStore implements LineageStore {
     };
     let meta: MetaItem;
     try {
-      const out = await this.send('begin attempt', () =>
-        this.doc.send(
-          new UpdateCommand({
-            TableName: this.table,
-            Key: metaKey(ref),
-            ...expression(
-              {
-                update:
-                  'SET #fence = :fence, #attempt = :attempt, #attemptShard = :shard, #leaseExpiresAt = :exp, ' +
-                  '#attemptWatermark = if_not_exists(#lastSeq, :zero), #version = if_not_exists(#version, :zero) + :one',
-                condition:
-                  'attribute_exists(pk) AND attribute_not_exists(#endedAt) AND attribute_not_exists(#childSessionId) ' +
-                  'AND (attribute_not_exists(#fence) OR #fence < :fence)',
-              },
-              {
-                ':fence': input.fence,
-                ':attempt': attempt,
-                ':shard': attemptShardOf(pk),
-                ':exp': input.leaseExpiresAt,
-                ':zero': 0,
-                ':one': 1,
-              },
-            ),
-            ReturnValues: 'ALL_NEW',
-          }),
-        ),
+      const out = await this.updateMeta(
+        'begin attempt',
+        ref,
+        {
+          update:
+            'SET #fence = :fence, #attempt = :attempt, #attemptShard = :shard, #leaseExpiresAt = :exp, ' +
+            '#attemptWatermark = if_not_exists(#lastSeq, :zero), #version = if_not_exists(#version, :zero) + :one',
+          condition:
+            'attribute_exists(pk) AND attribute_not_exists(#endedAt) AND attribute_not_exists(#childSessionId) ' +
+            'AND (attribute_not_exists(#fence) OR #fence < :fence)',
+        },
+        {
+          ':fence': input.fence,
+          ':attempt': attempt,
+          ':shard': attemptShardOf(pk),
+          ':exp': input.leaseExpiresAt,
+          ':zero': 0,
+          ':one': 1,
+        },
+        'ALL_NEW',
       );
       meta = out.Attributes as MetaItem;
     } catch (err) {
@@ -392,35 +368,23 @@ export class DynamoLineageStore implements LineageStore {
           version: (meta.version ?? 0) + 1,
         };
         try {
-          await this.send('commit rotation', () =>
-            this.doc.send(
-              new TransactWriteCommand({
-                TransactItems: [
-                  {
-                    Update: {
-                      TableName: this.table,
-                      Key: metaKey(ref),
-                      ...updateExpression(
-                        {
-                          update: `SET #endedAt = :at, #endReason = :reason, #childSessionId = :child, #version = :next ${ATTEMPT_ATTRS}`,
-                          condition: commitCondition(meta),
-                        },
-                        {
-                          ':at': at,
-                          ':reason': 'compression',
-                          ':child': childRef.sessionId,
-                          ':next': parentAfter.version,
-                          ':fence': attempt.fence,
-                          ':aid': attempt.attemptId,
-                          ':v': meta.version,
-                        },
-                      ),
-                    },
-                  },
-                  { Put: { TableName: this.table, Item: withoutUndefined(child), ConditionExpression: 'attribute_not_exists(pk)' } },
-                ],
-              }),
-            ),
+          await this.transactOnMeta(
+            'commit rotation',
+            ref,
+            {
+              update: `SET #endedAt = :at, #endReason = :reason, #childSessionId = :child, #version = :next ${ATTEMPT_ATTRS}`,
+              condition: commitCondition(meta),
+            },
+            {
+              ':at': at,
+              ':reason': 'compression',
+              ':child': childRef.sessionId,
+              ':next': parentAfter.version,
+              ':fence': attempt.fence,
+              ':aid': attempt.attemptId,
+              ':v': meta.version,
+            },
+            [{ Put: { TableName: this.table, Item: withoutUndefined(child), ConditionExpression: 'attribute_not_exists(pk)' } }],
           );
           return {
             parent: toSessionRecord(parentAfter),
@@ -460,28 +424,22 @@ export class DynamoLineageStore implements LineageStore {
         seen = Math.max(seen, meta.lastSeq ?? 0);
         const count = compacted.length + tail.length;
         try {
-          const out = await this.send('commit in place', () =>
-            this.doc.send(
-              new UpdateCommand({
-                TableName: this.table,
-                Key: metaKey(ref),
-                ...expression(
-                  {
-                    update: `SET #generation = :gen, #lastSeq = :count, #messageCount = :count, #version = :next ${ATTEMPT_ATTRS}`,
-                    condition: commitCondition(meta),
-                  },
-                  {
-                    ':gen': newGeneration,
-                    ':count': count,
-                    ':next': (meta.version ?? 0) + 1,
-                    ':fence': attempt.fence,
-                    ':aid': attempt.attemptId,
-                    ':v': meta.version,
-                  },
-                ),
-                ReturnValues: 'ALL_NEW',
-              }),
-            ),
+          const out = await this.updateMeta(
+            'commit in place',
+            ref,
+            {
+              update: `SET #generation = :gen, #lastSeq = :count, #messageCount = :count, #version = :next ${ATTEMPT_ATTRS}`,
+              condition: commitCondition(meta),
+            },
+            {
+              ':gen': newGeneration,
+              ':count': count,
+              ':next': (meta.version ?? 0) + 1,
+              ':fence': attempt.fence,
+              ':aid': attempt.attemptId,
+              ':v': meta.version,
+            },
+            'ALL_NEW',
           );
           await this.archiveGeneration(pk, oldGeneration);
           return { session: toSessionRecord(out.Attributes as MetaItem), messages: [...compacted, ...tail], tailCarried: tail.length };
@@ -504,25 +462,13 @@ export class DynamoLineageStore implements LineageStore {
     await this.removeLeftovers(ref, attempt);
   }
 
-  async extendAttempt(ref: SessionRef, attempt: AttemptRecord, leaseExpiresAt: number): Promise<boolean> {
-    try {
-      await this.send('extend attempt', () =>
-        this.doc.send(
-          new UpdateCommand({
-            TableName: this.table,
-            Key: metaKey(ref),
-            ...expression(
-              { update: 'SET #leaseExpiresAt = :exp, #attempt.leaseExpiresAt = :exp', condition: '#attempt.attemptId = :aid' },
-              { ':exp': leaseExpiresAt, ':aid': attempt.attemptId },
-            ),
-          }),
-        ),
-      );
-      return true;
-    } catch (err) {
-      if (isConditionFailure(err)) return false;
-      throw err;
-    }
+  extendAttempt(ref: SessionRef, attempt: AttemptRecord, leaseExpiresAt: number): Promise<boolean> {
+    return this.updateMetaIf(
+      'extend attempt',
+      ref,
+      { update: 'SET #leaseExpiresAt = :exp, #attempt.leaseExpiresAt = :exp', condition: '#attempt.attemptId = :aid' },
+      { ':exp': leaseExpiresAt, ':aid': attempt.attemptId },
+    );
   }
 
   // ---- sweep (SPEC S1-S3) ----
@@ -598,6 +544,54 @@ export class DynamoLineageStore implements LineageStore {
 
   private isoNow(): string {
     return new Date(this.now()).toISOString();
+  }
+
+  /** One update of the session's META item; condition failures reach the caller. */
+  private updateMeta(
+    what: string,
+    ref: SessionRef,
+    parts: ExpressionParts,
+    values: Record<string, unknown>,
+    returnValues?: 'UPDATED_NEW' | 'ALL_NEW',
+  ): Promise<UpdateCommandOutput> {
+    return this.send(what, () =>
+      this.doc.send(
+        new UpdateCommand({
+          TableName: this.table,
+          Key: metaKey(ref),
+          ...expression(parts, values),
+          ...(returnValues && { ReturnValues: returnValues }),
+        }),
+      ),
+    );
+  }
+
+  /** A META update whose condition failing is an answer, not an error: false when it did. */
+  private async updateMetaIf(what: string, ref: SessionRef, parts: ExpressionParts, values: Record<string, unknown>): Promise<boolean> {
+    try {
+      await this.updateMeta(what, ref, parts, values);
+      return true;
+    } catch (err) {
+      if (isConditionFailure(err)) return false;
+      throw err;
+    }
+  }
+
+  /** One transaction: the conditional META update first, then `others`. */
+  private async transactOnMeta(
+    what: string,
+    ref: SessionRef,
+    parts: ExpressionParts & { update: string },
+    values: Record<string, unknown>,
+    others: TransactItem[],
+  ): Promise<void> {
+    await this.send(what, () =>
+      this.doc.send(
+        new TransactWriteCommand({
+          TransactItems: [{ Update: { TableName: this.table, Key: metaKey(ref), ...updateExpression(parts, values) } }, ...others],
+        }),
+      ),
+    );
   }
 
   private readMeta(ref: SessionRef): Promise<MetaItem | undefined> {
@@ -761,22 +755,10 @@ export class DynamoLineageStore implements LineageStore {
   }
 
   /** Removes the attempt record if it is still this attempt. True when it was. */
-  private async clearAttempt(ref: SessionRef, attempt: AttemptRecord): Promise<boolean> {
-    try {
-      await this.send('clear attempt', () =>
-        this.doc.send(
-          new UpdateCommand({
-            TableName: this.table,
-            Key: metaKey(ref),
-            ...expression({ update: ATTEMPT_ATTRS, condition: '#attempt.attemptId = :aid' }, { ':aid': attempt.attemptId }),
-          }),
-        ),
-      );
-      return true;
-    } catch (err) {
-      if (isConditionFailure(err)) return false;
-      throw err;
-    }
+  private clearAttempt(ref: SessionRef, attempt: AttemptRecord): Promise<boolean> {
+    return this.updateMetaIf('clear attempt', ref, { update: ATTEMPT_ATTRS, condition: '#attempt.attemptId = :aid' }, {
+      ':aid': attempt.attemptId,
+    });
   }
 
   /**
