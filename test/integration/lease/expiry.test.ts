@@ -1,28 +1,12 @@
 // Expiry and keep-alive on real Redis with real timers (SPEC L7, L5). No duration is
 // asserted: we poll for the expected state with generous bounds.
-import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
+import { describe, expect, it, vi } from 'vitest';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { LeaseRefresher, type AcquireResult, type Lease } from '../../../lib/lease/index.js';
-import { CountingFenceIssuer, leaseOn, newSessionKey, sharedRedisUrls, valuesOnNodes, type LeaseHarness } from './lease-test-support.js';
-
-function acquired(r: AcquireResult): Lease {
-  if (!r.acquired) throw new Error(`expected acquired, held by ${r.holder}`);
-  return r;
-}
+import { LeaseRefresher, type Lease } from '../../../lib/lease/index.js';
+import { acquired, leasePairForSuite, newSessionKey, valuesOnNodes } from './lease-test-support.js';
 
 describe('lease expiry and refresh', () => {
-  let a: LeaseHarness;
-  let b: LeaseHarness;
-
-  beforeAll(async () => {
-    const fences = new CountingFenceIssuer();
-    a = await leaseOn(sharedRedisUrls(), fences);
-    b = await leaseOn(sharedRedisUrls(), fences);
-  });
-  afterAll(() => {
-    a.close();
-    b.close();
-  });
+  const [a, b] = leasePairForSuite();
 
   it('L7: an expired lease is reclaimed by a new holder with a newer fence; the old owner can no longer refresh or release it', async () => {
     const key = newSessionKey();

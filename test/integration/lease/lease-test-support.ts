@@ -2,8 +2,9 @@
 // and a counter FenceIssuer (the injected dependency, not a Redis mock).
 import { randomUUID } from 'node:crypto';
 import type { Redis } from 'ioredis';
+import { afterAll, beforeAll } from 'vitest';
 import { createRedisClients, waitForRedis } from '../../../lib/clients.js';
-import { SessionLease, type FenceIssuer } from '../../../lib/lease/index.js';
+import { SessionLease, type AcquireResult, type FenceIssuer, type Lease } from '../../../lib/lease/index.js';
 
 export class CountingFenceIssuer implements FenceIssuer {
   private readonly counters = new Map<string, number>();
@@ -43,6 +44,32 @@ export async function leaseOn(urls: readonly string[], fences: FenceIssuer = new
     fences,
     close: () => clients.forEach((c) => c.disconnect()),
   };
+}
+
+/**
+ * Two SessionLeases on the shared nodes (two "containers", one fence counter), opened in beforeAll and
+ * closed in afterAll of the calling suite. The harnesses are filled in place, so a suite can hold them
+ * from its definition on and use them in its tests.
+ */
+export function leasePairForSuite(): [LeaseHarness, LeaseHarness] {
+  const a = {} as LeaseHarness;
+  const b = {} as LeaseHarness;
+  beforeAll(async () => {
+    const fences = new CountingFenceIssuer();
+    Object.assign(a, await leaseOn(sharedRedisUrls(), fences));
+    Object.assign(b, await leaseOn(sharedRedisUrls(), fences));
+  });
+  afterAll(() => {
+    a.close();
+    b.close();
+  });
+  return [a, b];
+}
+
+/** Narrows an acquire result to the lease, failing the test when it was refused. */
+export function acquired(r: AcquireResult): Lease {
+  if (!r.acquired) throw new Error(`expected acquired, held by ${r.holder}`);
+  return r;
 }
 
 /** The raw value of the lease key on every node (null where absent). */

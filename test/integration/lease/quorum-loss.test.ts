@@ -1,16 +1,11 @@
 // Quorum behaviour with our own redis-server nodes that we stop mid-test (SPEC L4, I3).
 import type { Redis } from 'ioredis';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { LeaseUnavailableError, type AcquireResult, type Lease } from '../../../lib/lease/index.js';
+import { LeaseUnavailableError } from '../../../lib/lease/index.js';
 import { startRedis, type LocalProcess } from '../../../infra/local/processes.js';
-import { leaseOn, newSessionKey, valuesOnNodes, type LeaseHarness } from './lease-test-support.js';
+import { acquired, leaseOn, newSessionKey, valuesOnNodes, type LeaseHarness } from './lease-test-support.js';
 
 const TTL = 30_000;
-
-function acquired(r: AcquireResult): Lease {
-  if (!r.acquired) throw new Error(`expected acquired, held by ${r.holder}`);
-  return r;
-}
 
 /** Stops a node and waits until our client has noticed, so the next command fails fast. */
 async function stopNode(node: LocalProcess, client: Redis): Promise<void> {

@@ -1,28 +1,20 @@
 // SessionLease against the shared 3-node Redis of the test stack (SPEC L1, L2, L3, L6, I3).
-import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
-import { SessionLease, type FenceIssuer, type Lease } from '../../../lib/lease/index.js';
-import { CountingFenceIssuer, leaseOn, newSessionKey, sharedRedisUrls, valuesOnNodes, type LeaseHarness } from './lease-test-support.js';
+import { describe, expect, it, vi } from 'vitest';
+import { SessionLease, type FenceIssuer } from '../../../lib/lease/index.js';
+import {
+  acquired,
+  CountingFenceIssuer,
+  leaseOn,
+  leasePairForSuite,
+  newSessionKey,
+  sharedRedisUrls,
+  valuesOnNodes,
+} from './lease-test-support.js';
 
 const TTL = 30_000;
 
-function acquired(r: Awaited<ReturnType<SessionLease['tryAcquire']>>): Lease {
-  if (!r.acquired) throw new Error(`expected acquired, held by ${r.holder}`);
-  return r;
-}
-
 describe('SessionLease on shared Redis nodes', () => {
-  let a: LeaseHarness;
-  let b: LeaseHarness;
-
-  beforeAll(async () => {
-    const fences = new CountingFenceIssuer();
-    a = await leaseOn(sharedRedisUrls(), fences);
-    b = await leaseOn(sharedRedisUrls(), fences);
-  });
-  afterAll(() => {
-    a.close();
-    b.close();
-  });
+  const [a, b] = leasePairForSuite();
 
   it('L1: the Redis value on every node is our token `${holder}#${nonce}`, under lease:session:<key>', async () => {
     const key = newSessionKey();
