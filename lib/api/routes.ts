@@ -52,8 +52,9 @@ export interface Route {
   handle(ctx: RouteContext): Promise<RouteResult>;
 }
 
+/** An absent body means `{}`; anything sent, including a JSON `null`, must match the schema. */
 function parseBody<T extends z.ZodType>(schema: T, body: unknown): z.infer<T> {
-  const r = schema.safeParse(body ?? {});
+  const r = schema.safeParse(body === undefined ? {} : body);
   if (!r.success) throw invalidRequest(r.error, 'body');
   return r.data;
 }

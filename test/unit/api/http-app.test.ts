@@ -98,6 +98,19 @@ describe('HTTP API validation', () => {
     const r = await handleHttpRequest({ ...event('POST', '/sessions'), headers: { authorization: `Bearer ${KEY}` } }, d, { requestId: 'r' });
     expect(r.statusCode).toBe(201);
   });
+
+  it('F1: a JSON null (or any non-object) body is a 400, not an absent body', async () => {
+    const { d } = deps();
+    for (const body of ['null', '[]', '42', '"x"', 'true']) {
+      for (const path of ['/sessions', '/sessions/s1/compress']) {
+        const r = await run(d, event('POST', path, { body }));
+        expect(r.status, `${path} ${body}`).toBe(400);
+        expect(r.body.error.code).toBe('invalid_request');
+      }
+    }
+    expect(d.store.createSession).not.toHaveBeenCalled();
+    expect(d.compact).not.toHaveBeenCalled();
+  });
 });
 
 describe('HTTP API error mapping', () => {
