@@ -4,9 +4,10 @@
 import { randomUUID } from 'node:crypto';
 import type { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import type { Redis } from 'ioredis';
+import { afterAll, beforeAll } from 'vitest';
 import { createDynamoClient, createRedisClients, waitForRedis } from '../../lib/clients.js';
 import type { CompressionEngine, CompressOptionName, CompressOptions, CompressResult } from '../../lib/compressors/types.js';
-import type { RefresherFactory } from '../../lib/compaction/types.js';
+import type { CompactionDeps, RefresherFactory } from '../../lib/compaction/types.js';
 import { DEFAULT_LEASE_KEY_PREFIX, LeaseRefresher, SessionLease } from '../../lib/lease/index.js';
 import { DynamoLineageStore } from '../../lib/lineage/index.js';
 import type { SessionRecord } from '../../lib/lineage/types.js';
@@ -38,6 +39,32 @@ export async function createContender(): Promise<Contender> {
       ddb.destroy();
     },
   };
+}
+
+/**
+ * `n` contenders opened (in parallel) in beforeAll and closed in afterAll of the calling suite or file.
+ * They are filled in place, so the caller can hold them from its definition on and use them in tests.
+ */
+export function contendersForSuite(n: number): Contender[] {
+  const contenders = Array.from({ length: n }, () => ({}) as Contender);
+  beforeAll(async () => {
+    const opened = await Promise.all(contenders.map(() => createContender()));
+    opened.forEach((o, i) => Object.assign(contenders[i]!, o));
+  });
+  afterAll(async () => {
+    await Promise.all(contenders.map((c) => c.close()));
+  });
+  return contenders;
+}
+
+/** One contender for the calling suite or file (see contendersForSuite). */
+export function contenderForSuite(): Contender {
+  return contendersForSuite(1)[0]!;
+}
+
+/** Attempt deps on `c`'s lease and store: the default test engine and a 10 s lease unless `extra` says otherwise. */
+export function depsOn(c: Contender, extra: Partial<CompactionDeps> = {}): CompactionDeps {
+  return { lease: c.lease, store: c.store, engine: testEngine(), leaseTtlMs: 10_000, ...extra };
 }
 
 export function userTurns(n: number, prefix = 'm'): Message[] {

@@ -1,5 +1,5 @@
 // Outcomes of one attempt against real Redis + DynamoDB Local: C1, C2, C4, C7, C10, C11, C13.
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { createRedisClients, waitForRedis } from '../../../lib/clients.js';
 import { compactSession } from '../../../lib/compaction/index.js';
 import type { CompactionDeps } from '../../../lib/compaction/types.js';
@@ -7,30 +7,18 @@ import { SessionLease } from '../../../lib/lease/index.js';
 import { sessionKey } from '../../../lib/session-ref.js';
 import { freePort, startRedis } from '../../../infra/local/processes.js';
 import {
-  createContender,
+  contenderForSuite,
+  depsOn,
   lineageFields,
   seedSession,
   snapshot,
   SUMMARY,
   testEngine,
-  type Contender,
 } from '../../support/compaction-fixtures.js';
 
-let c: Contender;
-beforeAll(async () => {
-  c = await createContender();
-});
-afterAll(async () => {
-  await c.close();
-});
+const c = contenderForSuite();
 
-const deps = (engine = testEngine(), extra: Partial<CompactionDeps> = {}): CompactionDeps => ({
-  lease: c.lease,
-  store: c.store,
-  engine,
-  leaseTtlMs: 10_000,
-  ...extra,
-});
+const deps = (engine = testEngine(), extra: Partial<CompactionDeps> = {}): CompactionDeps => depsOn(c, { engine, ...extra });
 
 describe('compactSession outcomes', () => {
   it('C10: rotation ends the parent, creates one child and persists its messages before returning', async () => {

@@ -1,11 +1,12 @@
 // Commit fence in a real attempt (SPEC C9) on Redis + DynamoDB Local.
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { CommitFence, compactSession } from '../../../lib/compaction/index.js';
 import type { CompactionDeps } from '../../../lib/compaction/types.js';
 import type { LineageStore } from '../../../lib/lineage/types.js';
 import { sessionKey } from '../../../lib/session-ref.js';
 import {
-  createContender,
+  contenderForSuite,
+  depsOn,
   deferred,
   lineageFields,
   seedSession,
@@ -13,24 +14,11 @@ import {
   SUMMARY,
   testEngine,
   withOverrides,
-  type Contender,
 } from '../../support/compaction-fixtures.js';
 
-let c: Contender;
-beforeAll(async () => {
-  c = await createContender();
-});
-afterAll(async () => {
-  await c.close();
-});
+const c = contenderForSuite();
 
-const deps = (extra: Partial<CompactionDeps>): CompactionDeps => ({
-  lease: c.lease,
-  store: c.store,
-  engine: testEngine(),
-  leaseTtlMs: 10_000,
-  ...extra,
-});
+const deps = (extra: Partial<CompactionDeps>): CompactionDeps => depsOn(c, extra);
 
 describe('commit fence', () => {
   it('C9: cancelled while the engine runs → outcome cancelled, input returned, no mutation, lease free; the next attempt commits', async () => {

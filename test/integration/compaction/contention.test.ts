@@ -1,18 +1,12 @@
 // The invariant under contention (SPEC I1-I3): independent contenders (own Redis and DynamoDB
 // clients, like separate Lambda containers) compact one session at once.
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { compactSession } from '../../../lib/compaction/index.js';
 import type { CompactionOutcome } from '../../../lib/compaction/types.js';
 import { sessionKey, type SessionRef } from '../../../lib/session-ref.js';
-import { createContender, seedSession, sleep, userTurns, SUMMARY, testEngine, type Contender } from '../../support/compaction-fixtures.js';
+import { contendersForSuite, seedSession, sleep, userTurns, SUMMARY, testEngine } from '../../support/compaction-fixtures.js';
 
-const contenders: Contender[] = [];
-beforeAll(async () => {
-  contenders.push(...(await Promise.all(Array.from({ length: 16 }, () => createContender()))));
-});
-afterAll(async () => {
-  await Promise.all(contenders.map((c) => c.close()));
-});
+const contenders = contendersForSuite(16);
 
 function race(ref: SessionRef, n: number, engineSleepMs: number): Promise<CompactionOutcome[]> {
   return Promise.all(

@@ -1,7 +1,7 @@
 // Exception paths (SPEC C6, C12, I3, C2, L5): whatever throws inside an attempt, the lease is
 // released, the refresher stops, nothing is committed. Real Redis + DynamoDB Local; fakes
 // only for faults they cannot produce (a refresher that cannot start, a throwing getter...).
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { compactSession } from '../../../lib/compaction/index.js';
 import type { AttemptRefresher, CompactionDeps, RefresherFactory } from '../../../lib/compaction/types.js';
 import type { CompressionEngine } from '../../../lib/compressors/types.js';
@@ -9,7 +9,8 @@ import { SessionLease } from '../../../lib/lease/index.js';
 import type { LineageStore } from '../../../lib/lineage/types.js';
 import { sessionKey, type SessionRef } from '../../../lib/session-ref.js';
 import {
-  createContender,
+  contenderForSuite,
+  depsOn,
   expectNoFurtherRefreshes,
   leaseKeyOf,
   recordingRefreshers,
@@ -19,21 +20,14 @@ import {
   testEngine,
   waitFor,
   withOverrides,
-  type Contender,
 } from '../../support/compaction-fixtures.js';
 
-let c: Contender;
-beforeAll(async () => {
-  c = await createContender();
-});
-afterAll(async () => {
-  await c.close();
-});
+const c = contenderForSuite();
 
 const req = (ref: SessionRef) => ({ ref, mode: 'rotate' as const, origin: 'turn' as const, holder: 'exc' });
 
 function deps(engine: CompressionEngine, extra: Partial<CompactionDeps> = {}): CompactionDeps {
-  return { lease: c.lease, store: c.store, engine, leaseTtlMs: 3000, refreshIntervalMs: 100, heartbeatIntervalMs: 20, ...extra };
+  return depsOn(c, { engine, leaseTtlMs: 3000, refreshIntervalMs: 100, heartbeatIntervalMs: 20, ...extra });
 }
 
 /** Nothing committed, the attempt cleared, no lease left. */

@@ -1,11 +1,12 @@
 // Paused holders and lease liveness inside real attempts (SPEC L6, L7, I1, I4, C8).
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { compactSession } from '../../../lib/compaction/index.js';
-import type { AttemptRefresher, CompactionDeps } from '../../../lib/compaction/types.js';
+import type { AttemptRefresher } from '../../../lib/compaction/types.js';
 import { SUMMARY_PREFIX, type Message } from '../../../lib/messages.js';
 import { sessionKey } from '../../../lib/session-ref.js';
 import {
-  createContender,
+  contendersForSuite,
+  depsOn,
   deferred,
   seedSession,
   sleep,
@@ -15,28 +16,13 @@ import {
   type Contender,
 } from '../../support/compaction-fixtures.js';
 
-let a: Contender;
-let b: Contender;
-beforeAll(async () => {
-  [a, b] = await Promise.all([createContender(), createContender()]);
-});
-afterAll(async () => {
-  await Promise.all([a.close(), b.close()]);
-});
+const [a, b] = contendersForSuite(2) as [Contender, Contender];
 
 /** A paused process: its refresher never gets to run, so its lease silently expires. */
 const pausedRefresher = (): AttemptRefresher => ({
   start: () => undefined,
   stop: async () => undefined,
   signal: new AbortController().signal,
-});
-
-const depsOf = (c: Contender, extra: Partial<CompactionDeps>): CompactionDeps => ({
-  lease: c.lease,
-  store: c.store,
-  engine: testEngine(),
-  leaseTtlMs: 10_000,
-  ...extra,
 });
 
 describe('fencing a paused holder', () => {
@@ -49,7 +35,7 @@ describe('fencing a paused holder', () => {
       await aResume.promise;
       return { messages: [{ role: 'user', content: `${SUMMARY_PREFIX} A's summary` }, { role: 'user', content: 'tail' }] };
     });
-    const aRun = compactSession(depsOf(a, { engine: aEngine, leaseTtlMs: 500, createRefresher: pausedRefresher }), {
+    const aRun = compactSession(depsOn(a, { engine: aEngine, leaseTtlMs: 500, createRefresher: pausedRefresher }), {
       ref,
       mode: 'rotate',
       origin: 'turn',
@@ -58,7 +44,7 @@ describe('fencing a paused holder', () => {
     await aStarted.promise;
     await waitFor(async () => (await b.lease.holderOf(sessionKey(ref))) === null, "A's lease to expire");
 
-    const bOut = await compactSession(depsOf(b, {}), { ref, mode: 'rotate', origin: 'turn', holder: 'B' });
+    const bOut = await compactSession(depsOn(b, {}), { ref, mode: 'rotate', origin: 'turn', holder: 'B' });
     expect(bOut.outcome).toBe('compressed');
 
     aResume.resolve();
@@ -79,7 +65,7 @@ describe('fencing a paused holder', () => {
     const aStarted = deferred();
     const aResume = deferred();
     const aRun = compactSession(
-      depsOf(a, {
+      depsOn(a, {
         leaseTtlMs: 500,
         createRefresher: pausedRefresher,
         engine: testEngine(async () => {
@@ -95,7 +81,7 @@ describe('fencing a paused holder', () => {
     const bStarted = deferred();
     const bResume = deferred();
     const bRun = compactSession(
-      depsOf(b, {
+      depsOn(b, {
         engine: testEngine(async () => {
           bStarted.resolve();
           await bResume.promise;
@@ -120,7 +106,7 @@ describe('fencing a paused holder', () => {
     const started = deferred();
     const resume = deferred();
     const run = compactSession(
-      depsOf(a, {
+      depsOn(a, {
         leaseTtlMs: 1_500,
         refreshIntervalMs: 150,
         engine: testEngine(async () => {
@@ -153,7 +139,7 @@ describe('concurrent tail', () => {
     const started = deferred();
     const resume = deferred();
     const run = compactSession(
-      depsOf(a, {
+      depsOn(a, {
         engine: testEngine(async (input) => {
           expect(input).toHaveLength(20); // the snapshot stops at the watermark
           started.resolve();
@@ -190,7 +176,7 @@ describe('human anchor in a committed compaction', () => {
     ];
     const ref = await seedSession(a.store, input);
     const engine = testEngine(() => ({ messages: [{ role: 'assistant', content: `${SUMMARY_PREFIX} earlier work was summarized` }] }));
-    const out = await compactSession(depsOf(a, { engine }), { ref, mode: 'rotate', origin: 'turn', holder: 'anchor' });
+    const out = await compactSession(depsOn(a, { engine }), { ref, mode: 'rotate', origin: 'turn', holder: 'anchor' });
     expect(out.outcome).toBe('compressed');
     const users = out.messages.filter((m) => m.role === 'user');
     expect(users.map((m) => m.content)).toEqual(['please continue from here']);
@@ -210,7 +196,7 @@ describe('human anchor in a committed compaction', () => {
         { role: 'user', content: '[Your active task list was preserved across context compression]', synthetic: true },
       ],
     }));
-    const out = await compactSession(depsOf(a, { engine }), { ref, mode: 'in_place', origin: 'turn', holder: 'anchor' });
+    const out = await compactSession(depsOn(a, { engine }), { ref, mode: 'in_place', origin: 'turn', holder: 'anchor' });
     expect(out.outcome).toBe('compressed');
     const roles = out.messages.map((m) => m.role);
     expect(roles.some((r, i) => r === 'user' && roles[i + 1] === 'user')).toBe(false);

@@ -1,29 +1,23 @@
 // Heartbeat during an attempt (SPEC C5), on real Redis + DynamoDB Local. touchActivity is
 // wrapped to record labels; the real store still receives them.
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { compactSession } from '../../../lib/compaction/index.js';
 import { ACTIVITY_LABELS, type CompactionDeps } from '../../../lib/compaction/types.js';
 import type { LineageStore } from '../../../lib/lineage/types.js';
 import { SUMMARY_PREFIX } from '../../../lib/messages.js';
 import { sessionKey, type SessionRef } from '../../../lib/session-ref.js';
 import {
-  createContender,
+  contenderForSuite,
+  depsOn,
   seedSession,
   SUMMARY,
   testEngine,
   waitFor,
   withOverrides,
-  type Contender,
   type TestEngine,
 } from '../../support/compaction-fixtures.js';
 
-let c: Contender;
-beforeAll(async () => {
-  c = await createContender();
-});
-afterAll(async () => {
-  await c.close();
-});
+const c = contenderForSuite();
 
 function recordingStore(touches: string[], fail = false): LineageStore {
   return withOverrides<LineageStore>(c.store, {
@@ -35,13 +29,8 @@ function recordingStore(touches: string[], fail = false): LineageStore {
   });
 }
 
-const deps = (store: LineageStore, engine: TestEngine, heartbeatIntervalMs: unknown): CompactionDeps => ({
-  lease: c.lease,
-  store,
-  engine,
-  leaseTtlMs: 10_000,
-  heartbeatIntervalMs,
-});
+const deps = (store: LineageStore, engine: TestEngine, heartbeatIntervalMs: unknown): CompactionDeps =>
+  depsOn(c, { store, engine, heartbeatIntervalMs });
 
 describe('compaction heartbeat', () => {
   it('C5: started, then in progress while the engine runs, then completed; lease released', async () => {
