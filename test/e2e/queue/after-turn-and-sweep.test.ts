@@ -6,13 +6,12 @@ import type { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ApiKeyStore } from '../../../lib/api/api-keys.js';
 import { sqsShapedEvent } from '../../../lib/after-turn/local-invoke.js';
-import { createDynamoClient } from '../../../lib/clients.js';
-import { DynamoLineageStore } from '../../../lib/lineage/dynamo-lineage-store.js';
+import type { DynamoLineageStore } from '../../../lib/lineage/dynamo-lineage-store.js';
 import type { SessionRef } from '../../../lib/session-ref.js';
 import { startLocalService, type LocalService } from '../../support/local-service.js';
 import { idempotencyRecord, transcript } from '../../integration/after-turn/harness.js';
 import { killedRotation, messageItemCount } from '../../integration/sweep/killed-invocation.js';
-import { infraTable } from '../../integration/sweep/own-table.js';
+import { storeOnOwnTable } from '../../integration/sweep/own-table.js';
 
 const endpoint = process.env.DYNAMODB_ENDPOINT!;
 let ddb: DynamoDBClient;
@@ -21,9 +20,7 @@ let store: DynamoLineageStore;
 let svc: LocalService;
 
 beforeAll(async () => {
-  ddb = createDynamoClient({ endpoint, maxAttempts: 3 });
-  tableName = await infraTable(ddb, 'e2e-queue');
-  store = new DynamoLineageStore({ client: ddb, tableName });
+  ({ ddb, tableName, store } = await storeOnOwnTable('e2e-queue'));
   svc = await startLocalService({ env: { TABLE_NAME: tableName, COMPACTION_TOKEN_THRESHOLD: '1000' } });
 }, 240_000);
 

@@ -3,10 +3,10 @@
 import { randomUUID } from 'node:crypto';
 import type { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { infraTable } from './own-table.js';
-import { createDynamoClient, createRedisClients, waitForRedis } from '../../../lib/clients.js';
+import { storeOnOwnTable } from './own-table.js';
+import { createRedisClients, waitForRedis } from '../../../lib/clients.js';
 import { SessionLease } from '../../../lib/lease/session-lease.js';
-import { DynamoLineageStore } from '../../../lib/lineage/dynamo-lineage-store.js';
+import type { DynamoLineageStore } from '../../../lib/lineage/dynamo-lineage-store.js';
 import { sessionKey, type SessionRef } from '../../../lib/session-ref.js';
 import { runSweep } from '../../../lib/sweep/run-sweep.js';
 import { forgeChild, killedRotation, messageItemCount, transcript } from './killed-invocation.js';
@@ -17,9 +17,7 @@ let ddb: DynamoDBClient;
 let store: DynamoLineageStore;
 
 beforeAll(async () => {
-  ddb = createDynamoClient({ endpoint, maxAttempts: 3 });
-  tableName = await infraTable(ddb, 'sweep');
-  store = new DynamoLineageStore({ client: ddb, tableName });
+  ({ ddb, tableName, store } = await storeOnOwnTable('sweep'));
 });
 afterAll(() => ddb.destroy());
 

@@ -6,11 +6,10 @@ import { Metrics } from '@aws-lambda-powertools/metrics';
 import type { Context } from 'aws-lambda';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { createSweepHandler } from '../../../functions/sweep.js';
-import { createDynamoClient } from '../../../lib/clients.js';
 import { DynamoLineageStore } from '../../../lib/lineage/dynamo-lineage-store.js';
 import type { SweepResult } from '../../../lib/sweep/run-sweep.js';
 import { forgeChild, killedRotation, transcript } from './killed-invocation.js';
-import { infraTable } from './own-table.js';
+import { infraTable, storeOnOwnTable } from './own-table.js';
 
 const endpoint = process.env.DYNAMODB_ENDPOINT!;
 let tableName: string;
@@ -18,9 +17,7 @@ let ddb: DynamoDBClient;
 let store: DynamoLineageStore;
 
 beforeAll(async () => {
-  ddb = createDynamoClient({ endpoint, maxAttempts: 3 });
-  tableName = await infraTable(ddb, 'sweep-handler');
-  store = new DynamoLineageStore({ client: ddb, tableName });
+  ({ ddb, tableName, store } = await storeOnOwnTable('sweep-handler'));
 });
 afterAll(() => ddb.destroy());
 
