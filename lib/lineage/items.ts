@@ -2,32 +2,23 @@
 import type { Message } from '../messages.js';
 import { MessageTooLargeError } from './errors.js';
 import { messageSk } from './keys.js';
-import type { ActivityMark, AttemptRecord, EndReason, SessionRecord } from './types.js';
+import type { SessionRecord } from './types.js';
 
-/** The session META item. Optional fields may be absent on records written by older code (SPEC C3). */
-export interface MetaItem {
+/** Counters the record always has but META items written by older code may lack (SPEC C3). */
+type LegacyOptional = 'generation' | 'messageCount' | 'lastSeq';
+
+/**
+ * The session META item: the session's record plus the keys and bookkeeping only the store reads.
+ * Optional fields may be absent on records written by older code (SPEC C3).
+ */
+export interface MetaItem extends Omit<SessionRecord, LegacyOptional>, Partial<Pick<SessionRecord, LegacyOptional>> {
   pk: string;
   sk: string;
-  tenantId: string;
-  sessionId: string;
-  source?: string;
-  metadata?: Record<string, unknown>;
-  createdAt: string;
-  parentSessionId?: string;
   /** Sparse GSI `childrenByParent`: the parent's pk, only on children. */
   parentKey?: string;
   /** Attempt that created this child (idempotent commit detection). */
   createdByAttempt?: string;
-  childSessionId?: string;
-  endedAt?: string;
-  endReason?: EndReason;
-  fence?: number;
   fenceCounter?: number;
-  generation?: number;
-  messageCount?: number;
-  lastSeq?: number;
-  lastActivity?: ActivityMark;
-  attempt?: AttemptRecord;
   /** lastSeq when the attempt began: later messages are the concurrent tail (SPEC I4). */
   attemptWatermark?: number;
   /** Sparse GSI `attemptsByExpiry`, present only while an attempt is in flight. */
