@@ -220,28 +220,13 @@ export async function compactSession(
 
   async function commit(b: BegunAttempt, compacted: Message[]): Promise<CompactionOutcome> {
     try {
-      if (req.mode === 'rotate') {
-        const r = await store.commitRotation(ref, b.attempt, compacted);
-        committed = true;
-        return {
-          outcome: 'compressed',
-          mode: 'rotate',
-          sessionId: r.child.sessionId,
-          previousSessionId: ref.sessionId,
-          messages: r.messages,
-          warnings,
-        };
-      }
-      const r = await store.commitInPlace(ref, b.attempt, compacted);
+      // The session that lives on: the new child after a rotation, the same session in place.
+      const { sessionId, messages } =
+        req.mode === 'rotate'
+          ? await store.commitRotation(ref, b.attempt, compacted).then((r) => ({ sessionId: r.child.sessionId, messages: r.messages }))
+          : await store.commitInPlace(ref, b.attempt, compacted).then((r) => ({ sessionId: r.session.sessionId, messages: r.messages }));
       committed = true;
-      return {
-        outcome: 'compressed',
-        mode: 'in_place',
-        sessionId: r.session.sessionId,
-        previousSessionId: ref.sessionId,
-        messages: r.messages,
-        warnings,
-      };
+      return { outcome: 'compressed', mode: req.mode, sessionId, previousSessionId: ref.sessionId, messages, warnings };
     } catch (err) {
       // L6 / C4: the store refused a stale or already-rotated commit; report the live session.
       if (err instanceof RotationLostError || err instanceof SessionEndedError) {
