@@ -1,12 +1,13 @@
 // Lambda bundles: size per function (esbuild metafile) and module init cost (a fresh node
 // process importing the bundle vs importing an empty module).
 import { execFile } from 'node:child_process';
-import { mkdtempSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { basename, join } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { promisify } from 'node:util';
 import { build } from 'esbuild';
+import { bundleOptions, listHandlers } from '../infra/build.js';
 import { compare, round, type Comparison } from './stats.js';
 
 const run = promisify(execFile);
@@ -24,27 +25,7 @@ export interface BundleRow {
 }
 
 /** The options of infra/build.ts (the deployable bundles) plus a metafile for per-input sizes. */
-export const bundleOptions = {
-  bundle: true,
-  platform: 'node',
-  target: 'node20',
-  format: 'esm',
-  minify: true,
-  sourcemap: false,
-  legalComments: 'none',
-  metafile: true,
-  // ESM bundles of CJS dependencies (ioredis, the AWS SDK) still call require/__dirname.
-  banner: {
-    js: [
-      "import { createRequire as __createRequire } from 'node:module';",
-      "import { fileURLToPath as __fileURLToPath } from 'node:url';",
-      "import { dirname as __pathDirname } from 'node:path';",
-      'const require = __createRequire(import.meta.url);',
-      'const __filename = __fileURLToPath(import.meta.url);',
-      'const __dirname = __pathDirname(__filename);',
-    ].join('\n'),
-  },
-} as const;
+const benchBundleOptions = { ...bundleOptions, metafile: true } as const;
 
 async function importTime(file: string, env: NodeJS.ProcessEnv): Promise<{ importMs: number; processMs: number }> {
   const code = `const t=performance.now(); await import(${JSON.stringify(pathToFileURL(file).href)}); console.log(performance.now()-t);`;
@@ -54,9 +35,7 @@ async function importTime(file: string, env: NodeJS.ProcessEnv): Promise<{ impor
 }
 
 export async function benchBundles(functionsDir: string, runs: number, env: NodeJS.ProcessEnv): Promise<BundleRow[]> {
-  const entries = readdirSync(functionsDir)
-    .filter((f) => f.endsWith('.ts') && !f.endsWith('.d.ts') && !f.endsWith('.test.ts'))
-    .map((f) => join(functionsDir, f));
+  const entries = (await listHandlers()).map((f) => join(functionsDir, f));
   if (entries.length === 0) return [];
   const outdir = mkdtempSync(join(tmpdir(), 'bench-bundles-'));
   try {
@@ -66,7 +45,7 @@ export async function benchBundles(functionsDir: string, runs: number, env: Node
     for (const entry of entries) {
       const fn = basename(entry, '.ts');
       const outfile = join(outdir, `${fn}.mjs`);
-      const res = await build({ ...bundleOptions, entryPoints: [entry], outfile, logLevel: 'silent' });
+      const res = await build({ ...benchBundleOptions, entryPoints: [entry], outfile, logLevel: 'silent' });
       const out = res.metafile.outputs[Object.keys(res.metafile.outputs).find((k) => k.endsWith(`${fn}.mjs`))!]!;
       const topInputs = Object.entries(out.inputs)
         .sort((a, b) => b[1].bytesInOutput - a[1].bytesInOutput)

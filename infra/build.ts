@@ -18,6 +18,18 @@ const banner = [
   'const __dirname = __pathDirname(__filename);',
 ].join('\n');
 
+/** The esbuild options of every deployable bundle (the benchmarks build with the same). */
+export const bundleOptions = {
+  bundle: true,
+  platform: 'node',
+  target: 'node20',
+  format: 'esm',
+  banner: { js: banner },
+  minify: true,
+  sourcemap: false,
+  legalComments: 'none',
+} as const;
+
 export interface BuiltFunction {
   name: string;
   entry: string;
@@ -36,15 +48,8 @@ async function bundleOne(file: string): Promise<BuiltFunction> {
   const outdir = join(outRoot, name);
   const result = await build({
     entryPoints: [entry],
-    bundle: true,
-    platform: 'node',
-    target: 'node20',
-    format: 'esm',
+    ...bundleOptions,
     outExtension: { '.js': '.mjs' },
-    banner: { js: banner },
-    minify: true,
-    sourcemap: false,
-    legalComments: 'none',
     write: false,
     logLevel: 'warning',
     outdir,
