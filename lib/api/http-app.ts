@@ -59,7 +59,12 @@ export function readJsonBody(event: APIGatewayProxyEventV2, maxBytes: number): u
   if (raw.length > maxBytes) {
     throw new HttpError(413, 'payload_too_large', `request body is ${raw.length} bytes; the limit is ${maxBytes}`);
   }
-  if (raw.length === 0) return undefined;
+  if (raw.length === 0) {
+    // A declared body that did not arrive as text is not an absent body: serverless-offline hands
+    // falsy JSON literals (`null`, `false`, `0`) over pre-parsed, losing the text API Gateway would send.
+    if (declared > 0) throw new HttpError(400, 'invalid_request', 'request body must be a JSON object');
+    return undefined;
+  }
   const type = header(event, 'content-type');
   if (!type || !/^application\/json\s*(;|$)/i.test(type)) {
     throw new HttpError(415, 'unsupported_media_type', `content-type must be application/json (got ${type ? `"${type}"` : 'none'})`);

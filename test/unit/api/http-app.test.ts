@@ -108,6 +108,9 @@ describe('HTTP API validation', () => {
         expect(r.body.error.code).toBe('invalid_request');
       }
     }
+    // As serverless-offline delivers a JSON `null`: no body text, but a declared length.
+    const lost = await handleHttpRequest({ ...event('POST', '/sessions'), headers: { authorization: `Bearer ${KEY}`, 'content-type': 'application/json', 'content-length': '4' } }, d, { requestId: 'r' });
+    expect(lost.statusCode).toBe(400);
     expect(d.store.createSession).not.toHaveBeenCalled();
     expect(d.compact).not.toHaveBeenCalled();
   });
