@@ -288,6 +288,7 @@ export class DynamoLineageStore implements LineageStore {
       pendingChildId: randomUUID(),
     };
     let meta: MetaItem;
+    let replaced: AttemptRecord | undefined;
     try {
       const out = await this.updateMeta(
         'begin attempt',
@@ -308,14 +309,32 @@ export class DynamoLineageStore implements LineageStore {
           ':zero': 0,
           ':one': 1,
         },
-        'ALL_NEW',
+        'ALL_OLD',
       );
-      meta = out.Attributes as MetaItem;
+      // The old image tells us which attempt (if any) we replaced; the new one follows from the update.
+      const old = out.Attributes as MetaItem;
+      replaced = old.attempt;
+      meta = {
+        ...old,
+        fence: input.fence,
+        attempt,
+        attemptShard: attemptShardOf(pk),
+        leaseExpiresAt: input.leaseExpiresAt,
+        attemptWatermark: old.lastSeq ?? 0,
+        version: (old.version ?? 0) + 1,
+      };
     } catch (err) {
       if (!isConditionFailure(err)) throw err;
       const now = await this.requireMeta(ref);
       if (now.endedAt || now.childSessionId) throw new SessionEndedError(ref.sessionId, now.childSessionId ?? null);
       throw new FenceStaleError(ref.sessionId, input.fence);
+    }
+    if (replaced) {
+      // A replaced attempt (crashed, or paused past its lease) can no longer commit, and the sweep
+      // will never list it again: remove what it may have written now, or it is orphaned (S2).
+      await this.removeLeftovers(ref, replaced).catch((err: unknown) => {
+        this.warn(`cleanup of replaced attempt ${replaced?.attemptId} on ${ref.sessionId} failed: ${String(err)}`);
+      });
     }
     const watermark = meta.attemptWatermark ?? 0;
     const items = await this.readRange(pk, meta.generation ?? 0, 1, watermark);
@@ -552,7 +571,7 @@ export class DynamoLineageStore implements LineageStore {
     ref: SessionRef,
     parts: ExpressionParts,
     values: Record<string, unknown>,
-    returnValues?: 'UPDATED_NEW' | 'ALL_NEW',
+    returnValues?: 'UPDATED_NEW' | 'ALL_NEW' | 'ALL_OLD',
   ): Promise<UpdateCommandOutput> {
     return this.send(what, () =>
       this.doc.send(

@@ -3,7 +3,7 @@ import { randomInt, randomUUID } from 'node:crypto';
 import { BatchWriteCommand, DynamoDBDocumentClient, PutCommand } from '@aws-sdk/lib-dynamodb';
 import { afterAll, describe, expect, it } from 'vitest';
 import { FenceStaleError, type SessionRecord } from '../../../lib/lineage/index.js';
-import { messageSk, sessionPk } from '../../../lib/lineage/keys.js';
+import { generationPrefix, messageSk, sessionPk } from '../../../lib/lineage/keys.js';
 import { sessionKey, type SessionRef } from '../../../lib/session-ref.js';
 import { dynamoClient, makeStore, msg, msgs, newSession, rawItems, rawMeta, tableName } from './support.js';
 
@@ -80,6 +80,23 @@ describe('expired attempts (S1)', () => {
     expect((await store.getSession(ref))?.attempt).toEqual(newer.attempt);
     const out = await store.commitRotation(ref, newer.attempt, [msg(1)]);
     expect(out.child.sessionId).toBe(newer.attempt.pendingChildId);
+  });
+
+  it('S2: a crashed attempt replaced by a newer one before any sweep leaves no orphans: beginAttempt removes its leftovers', async () => {
+    const ref = await newSession(store, msgs(1, 3));
+    const crashed = await beginAt(ref, ancientExpiry());
+    await writeLeftovers(ref, crashed.attempt.pendingChildId, crashed.attempt.fence);
+    const crashedChild = { tenantId: ref.tenantId, sessionId: crashed.attempt.pendingChildId };
+    expect(await rawItems(client, crashedChild)).toHaveLength(3);
+
+    const newer = await beginAt(ref, Date.now() + 60_000);
+    // Gone from the index with the replaced record, so the sweep could never have found these.
+    expect(await rawItems(client, crashedChild)).toEqual([]);
+    const parentItems = (await rawItems(client, ref)).map((i) => i.sk as string);
+    expect(parentItems.filter((sk) => sk.startsWith(generationPrefix(crashed.attempt.fence)))).toEqual([]);
+    expect(await store.readMessages(ref)).toEqual(msgs(1, 3));
+    expect(newer.messages).toEqual(msgs(1, 3));
+    expect((await store.getSession(ref))?.attempt).toEqual(newer.attempt);
   });
 
   it('S3: extendAttempt moves a live attempt out of the expired list; a replaced attempt is not extended', async () => {
