@@ -119,18 +119,30 @@ export class DynamoLineageStore implements LineageStore {
 
   async nextFence(key: string): Promise<number> {
     const ref = parseSessionKey(key);
-    try {
-      const out = await this.updateMeta(
-        'next fence',
-        ref,
-        { update: 'ADD #fenceCounter :one', condition: 'attribute_exists(pk)' },
-        { ':one': 1 },
-        'UPDATED_NEW',
-      );
-      return Number(out.Attributes?.fenceCounter);
-    } catch (err) {
-      if (isConditionFailure(err)) throw new SessionNotFoundError(ref.sessionId);
-      throw err;
+    for (;;) {
+      let out: UpdateCommandOutput;
+      try {
+        out = await this.updateMeta(
+          'next fence',
+          ref,
+          { update: 'ADD #fenceCounter :one', condition: 'attribute_exists(pk)' },
+          { ':one': 1 },
+          'ALL_NEW',
+        );
+      } catch (err) {
+        if (isConditionFailure(err)) throw new SessionNotFoundError(ref.sessionId);
+        throw err;
+      }
+      const fence = Number(out.Attributes?.fenceCounter);
+      const generation = Number(out.Attributes?.generation ?? 0);
+      if (fence > generation) return fence;
+      // A record from before fencing can carry a generation but no counter. Every fence must be
+      // above every generation, since in-place generations are numbered by fence (C3, C11):
+      // lift the counter to the generation (unless another issuer moved it) and draw again.
+      await this.updateMetaIf('seed fence', ref, { update: 'SET #fenceCounter = :gen', condition: '#fenceCounter = :seen' }, {
+        ':gen': generation,
+        ':seen': fence,
+      });
     }
   }
 
@@ -795,9 +807,9 @@ export class DynamoLineageStore implements LineageStore {
       await deleteAll(this.doc, this.table, keys, this.retry);
       removed += keys.length;
     }
-    // Only a generation numbered by this attempt's fence and newer than the active one is surely ours
-    // (a legacy fallback generation may be a live attempt's: those stay, unreadable past lastSeq).
-    if (meta && attempt.fence > (meta.generation ?? 0)) {
+    // Fences are unique and always above every generation (nextFence), so a generation numbered by
+    // this attempt's fence is its own; unless it is the active one, it is leftover.
+    if (meta && attempt.fence !== (meta.generation ?? 0)) {
       const keys = await this.queryKeysWithPrefix(sessionPk(ref), generationPrefix(attempt.fence));
       await deleteAll(this.doc, this.table, keys, this.retry);
       removed += keys.length;

@@ -146,4 +146,17 @@ describe('rotation commit', () => {
     expect(await store.children(ref)).toHaveLength(1);
     expect(await rawItems(client, { tenantId: ref.tenantId, sessionId: second.pendingChildId })).toEqual([]);
   });
+
+  it('C3/L6: a pre-fencing record with a generation but no fence counter gets fences above that generation', async () => {
+    const ref = { tenantId: `t-${randomUUID()}`, sessionId: `legacy-${randomUUID()}` };
+    const doc = DynamoDBDocumentClient.from(client);
+    const base = { pk: sessionPk(ref), sk: 'META', tenantId: ref.tenantId, sessionId: ref.sessionId, createdAt: new Date().toISOString() };
+    await doc.send(new PutCommand({ TableName: tableName(), Item: { ...base, generation: 3, messageCount: 0, lastSeq: 0 } }));
+    // In-place generations are numbered by fence: a fence at or below 3 could reuse a live generation number.
+    expect(await store.nextFence(sessionKey(ref))).toBe(4);
+    expect(await store.nextFence(sessionKey(ref))).toBe(5);
+    const concurrent = await Promise.all(Array.from({ length: 8 }, () => store.nextFence(sessionKey(ref))));
+    expect(new Set(concurrent).size).toBe(8);
+    expect(Math.min(...concurrent)).toBeGreaterThan(5);
+  });
 });

@@ -99,6 +99,22 @@ describe('expired attempts (S1)', () => {
     expect((await store.getSession(ref))?.attempt).toEqual(newer.attempt);
   });
 
+  it('S2: an in-place attempt whose late writes land after a newer attempt committed leaves no orphan generation', async () => {
+    const ref = await newSession(store, msgs(1, 3));
+    const slow = await beginAt(ref, Date.now() + 60_000);
+    const newer = await beginAt(ref, Date.now() + 60_000); // replaces slow (nothing written yet)
+    // The slow attempt's generation writes land only now, after it was replaced.
+    await writeLeftovers(ref, slow.attempt.pendingChildId, slow.attempt.fence, 0, 2);
+    await store.commitInPlace(ref, newer.attempt, [msg(9)]);
+    expect((await store.getSession(ref))?.generation).toBe(newer.attempt.fence);
+
+    await store.abandonAttempt(ref, slow.attempt);
+    const sks = (await rawItems(client, ref)).map((i) => i.sk as string);
+    expect(sks.filter((sk) => sk.startsWith(generationPrefix(slow.attempt.fence)))).toEqual([]);
+    expect(sks.filter((sk) => sk.startsWith(generationPrefix(newer.attempt.fence)))).toHaveLength(1);
+    expect(await store.readMessages(ref)).toEqual([msg(9)]);
+  });
+
   it('S3: extendAttempt moves a live attempt out of the expired list; a replaced attempt is not extended', async () => {
     const expiry = ancientExpiry();
     const ref = await newSession(store);
