@@ -4,8 +4,9 @@
 // but SPEC L1 requires the Redis value to be OUR token (`${holder}#${nonce}`) so that
 // holderOf() can name the holder. Acquire is therefore `SET key token NX PX ttl` on every
 // node (exactly what redlock's acquire script does for one key, as one atomic command),
-// tallied by the same majority rule and expiry-drift formula as redlock, in a single
-// round (retryCount 0: contention is decided without waiting, SPEC L2).
+// tallied by the same majority rule as redlock, in a single round (retryCount 0:
+// contention is decided without waiting, SPEC L2). After the fence is issued, one
+// redlock extend re-checks ownership and gives expiresAt (redlock's drift formula).
 // Refresh and release then go through redlock itself: we build a redlock `Lock` whose
 // value is our token and call redlock.extend()/release(), which run redlock's
 // token-checked Lua scripts (extend/delete only if GET == token, SPEC L3) with quorum.
@@ -75,7 +76,6 @@ export class SessionLease implements LeaseApi {
     assertTtl(opts.ttlMs);
     const key = this.keyOf(sessionKey);
     const token = newLeaseToken(opts.holder);
-    const start = Date.now();
     const tally = await tallyAcquire(
       this.clients.map((client) => async (): Promise<NodeVote> => {
         const reply = await client.set(key, token, 'PX', opts.ttlMs, 'NX');
@@ -105,7 +105,20 @@ export class SessionLease implements LeaseApi {
       await this.releaseToken(key, token);
       throw err;
     }
-    return { acquired: true, sessionKey, token, fence, expiresAt: start + opts.ttlMs - this.drift(opts.ttlMs), ttlMs: opts.ttlMs };
+
+    // L6: the key may have expired while nextFence ran (a pause longer than the TTL) and a
+    // newer holder may have taken it and a LOWER fence than ours. Prove we still own the key
+    // (token-checked extend on a quorum) before handing out the fence; otherwise back off.
+    let expiresAt: number;
+    try {
+      expiresAt = (await this.redlock.extend(this.lockFor(key, token), opts.ttlMs)).expiration;
+    } catch (err) {
+      const reason = await this.failureReason(err);
+      await this.releaseToken(key, token);
+      if (reason === 'no_quorum') throw new LeaseUnavailableError(sessionKey, await this.nodeErrors(err));
+      return { acquired: false, holder: (await this.readHolder(key, token)).holder };
+    }
+    return { acquired: true, sessionKey, token, fence, expiresAt, ttlMs: opts.ttlMs };
   }
 
   async refresh(lease: Lease, ttlMs: number = lease.ttlMs): Promise<RefreshResult> {
@@ -137,11 +150,6 @@ export class SessionLease implements LeaseApi {
     return holder;
   }
 
-  /** Same drift as redlock: clock drift factor plus 2 ms for Redis expiry precision. */
-  private drift(ttlMs: number): number {
-    return Math.round(this.driftFactor * ttlMs) + 2;
-  }
-
   /**
    * A redlock Lock carrying our token. Its local expiration is set far ahead on purpose:
    * Redis (the token-checked script) is the authority on whether we still own the key,
@@ -164,6 +172,13 @@ export class SessionLease implements LeaseApi {
     let notOurs = 0;
     for (const e of last.votesAgainst.values()) if (e instanceof ResourceLockedError) notOurs++;
     return notOurs >= quorumSize(last.membershipSize) ? 'not_owner' : 'no_quorum';
+  }
+
+  /** One message per node that voted against (or failed) in redlock's last attempt. */
+  private async nodeErrors(err: unknown): Promise<string[]> {
+    if (!(err instanceof ExecutionError)) return [asError(err).message];
+    const last = (await Promise.all(err.attempts)).at(-1);
+    return last ? [...last.votesAgainst.values()].map((e) => e.message) : [err.message];
   }
 
   private async readHolder(key: string, exceptToken?: string): Promise<{ holder: string | null; errors: string[] }> {
