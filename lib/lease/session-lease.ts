@@ -107,7 +107,7 @@ export class SessionLease implements LeaseApi {
     }
 
     // L6: the key may have expired while nextFence ran (a pause longer than the TTL) and a
-    // newer holder may have taken it and a LOWER fence than ours. Prove we still own the key
+    // newer holder may have taken it with a LOWER fence than ours. Prove we still own the key
     // (token-checked extend on a quorum) before handing out the fence; otherwise back off.
     let expiresAt: number;
     try {
