@@ -616,9 +616,15 @@ export class DynamoLineageStore implements LineageStore {
     values: Record<string, unknown>,
     others: TransactItem[],
   ): Promise<void> {
+    // One token for every resend of this request: a transaction that went through but answered
+    // with an error (a 500, a lost response) is not applied twice when retried (DynamoDB keeps
+    // the token for 10 minutes). Without it a retried append would fail its version check, re-read
+    // and append the same messages again (I4).
+    const clientRequestToken = randomUUID();
     await this.send(what, () =>
       this.doc.send(
         new TransactWriteCommand({
+          ClientRequestToken: clientRequestToken,
           TransactItems: [{ Update: { TableName: this.table, Key: metaKey(ref), ...updateExpression(parts, values) } }, ...others],
         }),
       ),

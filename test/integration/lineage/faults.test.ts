@@ -110,6 +110,29 @@ describe('lost commit responses', () => {
     return state;
   }
 
+  it('I4: an append that committed but answered InternalServerError is retried without appending twice', async () => {
+    const client = faultyClient();
+    const store = makeStore(client, { retry: fastRetry });
+    const ref = await newSession(store, msgs(1, 2));
+    const state = { lost: 0 };
+    client.middlewareStack.add(
+      (next, context) => async (args) => {
+        const result = await next(args);
+        if (state.lost === 0 && context.commandName === 'TransactWriteItemsCommand') {
+          state.lost++;
+          // DynamoDB documents that a transaction answered with a 500 may still have gone through.
+          throw serviceError('InternalServerError', { $fault: 'server', $metadata: { httpStatusCode: 500 } })();
+        }
+        return result;
+      },
+      { step: 'deserialize', name: 'commitThen500' },
+    );
+    const out = await store.appendMessages(ref, msgs(3, 4));
+    expect(state.lost).toBe(1);
+    expect(out.appended).toBe(2);
+    expect(await store.readMessages(ref)).toEqual(msgs(1, 4));
+  });
+
   it('C10/I2: a rotation that committed but whose response was lost is detected and reported as success, one child', async () => {
     const client = faultyClient();
     const store = makeStore(client);
