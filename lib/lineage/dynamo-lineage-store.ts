@@ -86,7 +86,9 @@ export interface DynamoLineageStoreOptions {
 
 const DEFAULT_ARCHIVE_RETENTION_S = 7 * 24 * 3600;
 /** Transactions carry at most 100 items and 4 MB: one slot is the META update. */
-const APPEND_CHUNK_ITEMS = 99;
+/** Messages one append transaction holds (100 items less the META update); bigger appends are chunked. */
+export const MAX_ATOMIC_APPEND_MESSAGES = 99;
+const APPEND_CHUNK_ITEMS = MAX_ATOMIC_APPEND_MESSAGES;
 const APPEND_CHUNK_BYTES = 3_500_000;
 /** Re-reads of the concurrent tail / append version races before giving up as retryable. */
 const MAX_VERSION_ROUNDS = 20;

@@ -71,6 +71,18 @@ describe('HTTP API validation', () => {
     expect(empty.body.field).toBe('messages');
   });
 
+  it('I4/F1: an append is one store transaction: 99 messages are accepted, 100 are a 400 and nothing is written', async () => {
+    const { d } = deps();
+    d.maxBodyBytes = 1_048_576;
+    const batch = (n: number) => JSON.stringify({ messages: Array.from({ length: n }, (_, i) => ({ role: 'user', content: `m${i}` })) });
+    expect((await run(d, event('POST', '/sessions/s1/messages', { body: batch(99) }))).status).toBe(200);
+    expect(d.store.appendMessages).toHaveBeenCalledTimes(1);
+    const tooMany = await run(d, event('POST', '/sessions/s1/messages', { body: batch(100) }));
+    expect(tooMany.status).toBe(400);
+    expect(tooMany.body.field).toBe('messages');
+    expect(d.store.appendMessages).toHaveBeenCalledTimes(1);
+  });
+
   it('F1: path ids must match the strict pattern', async () => {
     const { d, store } = deps();
     for (const id of ['..%2F..', 'a%20b', '-leading', 'x'.repeat(129), '%E0%A4%A']) {
