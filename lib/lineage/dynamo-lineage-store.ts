@@ -507,20 +507,26 @@ export class DynamoLineageStore implements LineageStore {
   // ---- sweep (SPEC S1-S3) ----
 
   async listExpiredAttempts(now: number, limit = 100): Promise<ExpiredAttempt[]> {
+    // Every shard is read and the page is filled round-robin, so attempts the sweep keeps
+    // skipping in one shard (a lease still held) never starve the other shards (S1).
+    const perShard = await Promise.all(
+      allAttemptShards().map(async (shard) => {
+        const out = await this.send('list expired attempts', () =>
+          this.doc.send(
+            new QueryCommand({
+              TableName: this.table,
+              IndexName: ATTEMPTS_INDEX,
+              ...expression({ keyCondition: '#attemptShard = :shard AND #leaseExpiresAt < :now' }, { ':shard': shard, ':now': now }),
+              Limit: limit,
+            }),
+          ),
+        );
+        return (out.Items ?? []) as { pk: string; sk: string }[];
+      }),
+    );
     const keys: { pk: string; sk: string }[] = [];
-    for (const shard of allAttemptShards()) {
-      if (keys.length >= limit) break;
-      const out = await this.send('list expired attempts', () =>
-        this.doc.send(
-          new QueryCommand({
-            TableName: this.table,
-            IndexName: ATTEMPTS_INDEX,
-            ...expression({ keyCondition: '#attemptShard = :shard AND #leaseExpiresAt < :now' }, { ':shard': shard, ':now': now }),
-            Limit: limit - keys.length,
-          }),
-        ),
-      );
-      keys.push(...((out.Items ?? []) as { pk: string; sk: string }[]));
+    for (let i = 0; keys.length < limit && perShard.some((items) => i < items.length); i++) {
+      for (const items of perShard) if (i < items.length && keys.length < limit) keys.push(items[i]!);
     }
     // The index is eventually consistent: confirm each on the item itself.
     const expired: ExpiredAttempt[] = [];

@@ -9,6 +9,7 @@ import { SessionLease } from '../../../lib/lease/session-lease.js';
 import type { DynamoLineageStore } from '../../../lib/lineage/dynamo-lineage-store.js';
 import { sessionKey, type SessionRef } from '../../../lib/session-ref.js';
 import { runSweep } from '../../../lib/sweep/run-sweep.js';
+import { attemptShardOf, sessionPk } from '../../../lib/lineage/keys.js';
 import { forgeChild, killedRotation, messageItemCount, transcript } from './killed-invocation.js';
 
 const endpoint = process.env.DYNAMODB_ENDPOINT!;
@@ -167,5 +168,28 @@ describe('runSweep (SPEC S1-S3)', () => {
     const rest = await runSweep({ store, pageSize: 2 });
     expect(rest.expiredAttemptsCleaned).toBe(3);
     for (const ref of refs) expect((await store.getSession(ref))?.attempt).toBeUndefined();
+  });
+
+  it('S1: attempts the sweep keeps skipping in one shard do not starve expired attempts in the other shards', async () => {
+    const tenantId = `t-${randomUUID()}`;
+    /** A session whose attempt lands in the wanted shard of the sparse index. */
+    const sessionIn = async (wanted: (shard: string) => boolean): Promise<SessionRef> => {
+      for (;;) {
+        const ref = { tenantId, sessionId: randomUUID() };
+        if (!wanted(attemptShardOf(sessionPk(ref)))) continue;
+        await store.createSession(ref);
+        await store.appendMessages(ref, transcript(2));
+        return ref;
+      }
+    };
+    const stuck = await Promise.all(Array.from({ length: 3 }, () => sessionIn((s) => s === 'A#0')));
+    const other = await sessionIn((s) => s !== 'A#0');
+    for (const ref of [...stuck, other]) await liveAttempt(ref, Date.now() - 1);
+    const stuckIds = new Set(stuck.map((r) => r.sessionId));
+
+    const r = await runSweep({ store, pageSize: 2, leaseHeld: async (ref) => stuckIds.has(ref.sessionId) });
+    expect((await store.getSession(other))?.attempt).toBeUndefined();
+    expect(r.liveAttemptsSkipped).toBeGreaterThanOrEqual(2);
+    for (const ref of stuck) expect((await store.getSession(ref))?.attempt).toBeDefined();
   });
 });
