@@ -109,25 +109,31 @@ export class SessionLease implements LeaseApi {
     // L6: the key may have expired while nextFence ran (a pause longer than the TTL) and a
     // newer holder may have taken it with a LOWER fence than ours. Prove we still own the key
     // (token-checked extend on a quorum) before handing out the fence; otherwise back off.
-    let expiresAt: number;
-    try {
-      expiresAt = (await this.redlock.extend(this.lockFor(key, token), opts.ttlMs)).expiration;
-    } catch (err) {
-      const reason = await this.failureReason(err);
+    const owned = await this.extendToken(key, token, opts.ttlMs);
+    if (!owned.refreshed) {
       await this.releaseToken(key, token);
-      if (reason === 'no_quorum') throw new LeaseUnavailableError(sessionKey, await this.nodeErrors(err));
+      if (owned.reason === 'no_quorum') throw new LeaseUnavailableError(sessionKey, owned.nodeErrors);
       return { acquired: false, holder: (await this.readHolder(key, token)).holder };
     }
-    return { acquired: true, sessionKey, token, fence, expiresAt, ttlMs: opts.ttlMs };
+    return { acquired: true, sessionKey, token, fence, expiresAt: owned.expiresAt, ttlMs: opts.ttlMs };
   }
 
   async refresh(lease: Lease, ttlMs: number = lease.ttlMs): Promise<RefreshResult> {
     assertTtl(ttlMs);
+    const r = await this.extendToken(this.keyOf(lease.sessionKey), lease.token, ttlMs);
+    return r.refreshed ? r : { refreshed: false, reason: r.reason };
+  }
+
+  /** Token-checked quorum extend (redlock's script): the one way we prove we still own a key. */
+  private async extendToken(
+    key: string,
+    token: string,
+    ttlMs: number,
+  ): Promise<{ refreshed: true; expiresAt: number } | { refreshed: false; reason: 'not_owner' | 'no_quorum'; nodeErrors: string[] }> {
     try {
-      const extended = await this.redlock.extend(this.lockFor(this.keyOf(lease.sessionKey), lease.token), ttlMs);
-      return { refreshed: true, expiresAt: extended.expiration };
+      return { refreshed: true, expiresAt: (await this.redlock.extend(this.lockFor(key, token), ttlMs)).expiration };
     } catch (err) {
-      return { refreshed: false, reason: await this.failureReason(err) };
+      return { refreshed: false, reason: await this.failureReason(err), nodeErrors: await this.nodeErrors(err) };
     }
   }
 

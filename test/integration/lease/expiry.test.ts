@@ -2,8 +2,8 @@
 // asserted: we poll for the expected state with generous bounds.
 import { describe, expect, it, vi } from 'vitest';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { LeaseRefresher, type Lease } from '../../../lib/lease/index.js';
-import { acquired, leasePairForSuite, newSessionKey, valuesOnNodes } from './lease-test-support.js';
+import { LeaseRefresher } from '../../../lib/lease/index.js';
+import { acquired, acquireWhenFree, leasePairForSuite, newSessionKey, valuesOnNodes } from './lease-test-support.js';
 
 describe('lease expiry and refresh', () => {
   const [a, b] = leasePairForSuite();
@@ -12,20 +12,12 @@ describe('lease expiry and refresh', () => {
     const key = newSessionKey();
     const old = acquired(await a.lease.tryAcquire(key, { ttlMs: 300, holder: 'crashed' }));
     expect(await b.lease.tryAcquire(key, { ttlMs: 30_000, holder: 'next' })).toEqual({ acquired: false, holder: old.token });
-    let next: Lease | undefined;
-    await vi.waitFor(
-      async () => {
-        const r = await b.lease.tryAcquire(key, { ttlMs: 30_000, holder: 'next' });
-        expect(r.acquired).toBe(true);
-        next = acquired(r);
-      },
-      { timeout: 10_000, interval: 50 },
-    );
-    expect(next!.fence).toBeGreaterThan(old.fence);
+    const next = await acquireWhenFree(b.lease, key, 'next');
+    expect(next.fence).toBeGreaterThan(old.fence);
     expect(await a.lease.refresh(old)).toEqual({ refreshed: false, reason: 'not_owner' });
     expect(await a.lease.release(old)).toEqual({ released: false, reason: 'not_owner' });
-    expect(await valuesOnNodes(b.clients, key)).toEqual([next!.token, next!.token, next!.token]);
-    expect(await b.lease.release(next!)).toEqual({ released: true });
+    expect(await valuesOnNodes(b.clients, key)).toEqual([next.token, next.token, next.token]);
+    expect(await b.lease.release(next)).toEqual({ released: true });
   });
 
   it("L7/L5: a live owner's refresher keeps the lease past its initial TTL", async () => {

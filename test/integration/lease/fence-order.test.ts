@@ -2,9 +2,9 @@
 // longer than its TTL must not come back with a lease (SPEC L6, L3, L4, I3).
 import type { Redis } from 'ioredis';
 import { describe, expect, it, vi } from 'vitest';
-import { LeaseUnavailableError, type FenceIssuer, type Lease } from '../../../lib/lease/index.js';
+import { LeaseUnavailableError, type FenceIssuer } from '../../../lib/lease/index.js';
 import { startRedis } from '../../../infra/local/processes.js';
-import { acquired, CountingFenceIssuer, leaseOn, newSessionKey, sharedRedisUrls, valuesOnNodes } from './lease-test-support.js';
+import { acquireWhenFree, CountingFenceIssuer, leaseOn, newSessionKey, sharedRedisUrls, valuesOnNodes } from './lease-test-support.js';
 
 /** Takes fences from a shared counter, but only once the test opens the gate (a paused holder). */
 class GatedFenceIssuer implements FenceIssuer {
@@ -42,25 +42,17 @@ describe('SessionLease fence issued after the quorum (paused holder)', () => {
       const pending = a.lease.tryAcquire(key, { ttlMs: 300, holder: 'paused' });
       // A won SET NX and is now stuck issuing its fence; wait until its key expires and B takes it.
       await vi.waitFor(() => expect(gated.wasCalled).toBe(true), { timeout: 10_000, interval: 10 });
-      let next: Lease | undefined;
-      await vi.waitFor(
-        async () => {
-          const r = await b.lease.tryAcquire(key, { ttlMs: 30_000, holder: 'next' });
-          expect(r.acquired).toBe(true);
-          next = acquired(r);
-        },
-        { timeout: 10_000, interval: 50 },
-      );
+      const next = await acquireWhenFree(b.lease, key, 'next');
       gated.open();
       const late = await pending;
 
       // The order problem is real: the paused holder's fence is newer than the live holder's.
       expect(gated.issued).toHaveLength(1);
-      expect(gated.issued[0]).toBeGreaterThan(next!.fence);
-      expect(late).toEqual({ acquired: false, holder: next!.token });
-      expect(await valuesOnNodes(b.clients, key)).toEqual([next!.token, next!.token, next!.token]);
-      expect(await b.lease.refresh(next!)).toMatchObject({ refreshed: true });
-      expect(await b.lease.release(next!)).toEqual({ released: true });
+      expect(gated.issued[0]).toBeGreaterThan(next.fence);
+      expect(late).toEqual({ acquired: false, holder: next.token });
+      expect(await valuesOnNodes(b.clients, key)).toEqual([next.token, next.token, next.token]);
+      expect(await b.lease.refresh(next)).toMatchObject({ refreshed: true });
+      expect(await b.lease.release(next)).toEqual({ released: true });
     } finally {
       a.close();
       b.close();

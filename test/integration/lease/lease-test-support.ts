@@ -2,9 +2,9 @@
 // and a counter FenceIssuer (the injected dependency, not a Redis mock).
 import { randomUUID } from 'node:crypto';
 import type { Redis } from 'ioredis';
-import { afterAll, beforeAll } from 'vitest';
+import { afterAll, beforeAll, expect, vi } from 'vitest';
 import { createRedisClients, waitForRedis } from '../../../lib/clients.js';
-import { SessionLease, type AcquireResult, type FenceIssuer, type Lease } from '../../../lib/lease/index.js';
+import { SessionLease, type AcquireResult, type FenceIssuer, type Lease, type LeaseApi } from '../../../lib/lease/index.js';
 
 export class CountingFenceIssuer implements FenceIssuer {
   private readonly counters = new Map<string, number>();
@@ -75,4 +75,18 @@ export function acquired(r: AcquireResult): Lease {
 /** The raw value of the lease key on every node (null where absent). */
 export async function valuesOnNodes(clients: readonly Redis[], sessionKey: string): Promise<(string | null)[]> {
   return Promise.all(clients.map((c) => c.get(`lease:session:${sessionKey}`)));
+}
+
+/** Polls tryAcquire until the key is free (a held lease expires) and returns the new lease. */
+export async function acquireWhenFree(lease: LeaseApi, key: string, holder: string, ttlMs = 30_000): Promise<Lease> {
+  let won: Lease | undefined;
+  await vi.waitFor(
+    async () => {
+      const r = await lease.tryAcquire(key, { ttlMs, holder });
+      expect(r.acquired).toBe(true);
+      won = acquired(r);
+    },
+    { timeout: 10_000, interval: 50 },
+  );
+  return won!;
 }
