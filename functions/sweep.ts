@@ -44,10 +44,10 @@ async function depsFromRuntime(logger: Logger): Promise<SweepDeps> {
   return {
     store: runtime.store,
     leaseHeld: async (ref) => (await runtime.lease.holderOf(sessionKey(ref))) !== null,
-    onCleanupError: (err, expired) =>
-      logger.warn('sweep could not clean an expired attempt', {
-        ...expired.ref,
-        attemptId: expired.attempt.attemptId,
+    onCleanupError: (err, what) =>
+      logger.warn('sweep could not clean up', {
+        ...what.ref,
+        ...('attempt' in what ? { attemptId: what.attempt.attemptId } : { task: what.kind, generation: what.generation }),
         error: err instanceof Error ? err.message : String(err),
       }),
   };

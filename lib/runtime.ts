@@ -4,13 +4,13 @@ import type { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import type { Redis } from 'ioredis';
 import { ApiKeyStore } from './api/api-keys.js';
 import { createDynamoClient, createRedisClients, waitForRedis } from './clients.js';
-import { compactSession } from './compaction/compact-session.js';
+import { compact } from './compaction/compact.js';
 import type { CompactionLogger, CompactionOutcome, CompactRequest } from './compaction/types.js';
 import { engineFromConfig } from './compressors/index.js';
 import type { CompressionEngine } from './compressors/types.js';
 import { loadConfig, redisUrls, type Config } from './config.js';
-import { SessionLease } from './lease/session-lease.js';
-import { DynamoLineageStore } from './lineage/dynamo-lineage-store.js';
+import { assertRedisVersion, SessionLease } from './lease/session-lease.js';
+import { DynamoLineageStore } from './lineage/dynamo/store.js';
 
 export interface Runtime {
   config: Config;
@@ -48,8 +48,9 @@ export async function buildRuntime(env: NodeJS.ProcessEnv = process.env, opts: R
   const redis: Redis[] = createRedisClients(redisUrls(config));
   // Commands fail fast on a disconnected client (enableOfflineQueue: false): connect first.
   await waitForRedis(redis);
+  await assertRedisVersion(redis);
   const store = new DynamoLineageStore({ client: dynamo, tableName: config.TABLE_NAME });
-  const lease = new SessionLease({ clients: redis, fenceIssuer: store });
+  const lease = new SessionLease({ clients: redis });
   const engine = engineFromConfig(config.engine);
   const apiKeys = new ApiKeyStore({ client: dynamo, tableName: config.TABLE_NAME });
   const runtime: Runtime = {
@@ -59,7 +60,7 @@ export async function buildRuntime(env: NodeJS.ProcessEnv = process.env, opts: R
     engine,
     apiKeys,
     compact: (req) =>
-      compactSession(
+      compact(
         { lease, store, engine, leaseTtlMs: config.LEASE_TTL_MS, ...(opts.logger ? { logger: opts.logger } : {}) },
         req,
       ),

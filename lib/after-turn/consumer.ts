@@ -1,17 +1,18 @@
-// One SQS batch of after-turn events: parse, de-duplicate by messageId, handle each
-// record, and say which records failed (ReportBatchItemFailures). No AWS event types.
-import type { DynamoDBPersistenceLayer } from '@aws-lambda-powertools/idempotency/dynamodb';
+// One SQS batch of after-turn events: parse, decide whether compaction is due, compact at most
+// once per messageId, and say which records failed (ReportBatchItemFailures). No AWS event types.
+import { IdempotencyAlreadyInProgressError } from '@aws-lambda-powertools/idempotency';
 import type { CompactionLogger } from '../compaction/types.js';
 import { StoreRetryableError } from '../lineage/errors.js';
 import { AfterTurnRetryableError, InvalidAfterTurnEventError } from './errors.js';
 import { parseAfterTurnBody } from './event.js';
-import { handleAfterTurn, type AfterTurnDeps, type AfterTurnResult } from './handle-after-turn.js';
-import { idempotentPerMessage, type RemainingTime } from './idempotency.js';
+import { checkDue, compactDue, type AfterTurnDeps, type AfterTurnResult } from './handle-after-turn.js';
+import { idempotentPerMessage, type PersistenceFor, type RemainingTime } from './idempotency.js';
 import type { QueueMessage } from './local-invoke.js';
 import type { AfterTurnEvent } from './publisher.js';
+import type { SessionRecord } from '../lineage/types.js';
 
 export interface AfterTurnConsumerDeps extends AfterTurnDeps {
-  persistence: DynamoDBPersistenceLayer;
+  persistence: PersistenceFor;
   idempotencyTtlSeconds: number;
   logger?: CompactionLogger;
   /** Records not started when less time than this remains; they are redelivered. Default 10 s. */
@@ -34,7 +35,7 @@ export interface BatchReport {
 
 const silent: CompactionLogger = { info: () => undefined, warn: () => undefined, error: () => undefined };
 
-type Payload = { messageId: string; event: AfterTurnEvent; holder: string };
+type Payload = { messageId: string; event: AfterTurnEvent; holder: string; session: SessionRecord };
 
 export class AfterTurnConsumer {
   constructor(private readonly deps: AfterTurnConsumerDeps) {}
@@ -45,11 +46,7 @@ export class AfterTurnConsumer {
     const run = idempotentPerMessage(
       async (p: Payload) => {
         ran.add(p.messageId);
-        return handleAfterTurn(this.deps, {
-          event: p.event,
-          holder: p.holder,
-          remainingTimeMs: () => inv.getRemainingTimeInMillis(),
-        });
+        return compactDue(this.deps, { event: p.event, holder: p.holder, remainingTimeMs: () => inv.getRemainingTimeInMillis() }, p.session);
       },
       this.deps.persistence,
       { ttlSeconds: this.deps.idempotencyTtlSeconds, invocation: inv },
@@ -64,12 +61,13 @@ export class AfterTurnConsumer {
       }
       try {
         const event = parseAfterTurnBody(m.body);
-        // Review forks are refused by rule before anything is written, idempotency record included (C13).
-        const result =
-          event.origin === 'review'
-            ? await handleAfterTurn(this.deps, { event, holder: '' })
-            : await run({ messageId: m.messageId, event, holder: `${inv.functionName}:${inv.awsRequestId}:${m.messageId}` });
-        const replayed = event.origin !== 'review' && !ran.has(m.messageId);
+        // Nothing is written unless compaction is due: a review fork (C13) or a session under the
+        // threshold costs one read at most, and no idempotency record.
+        const due = await checkDue(this.deps, event);
+        const result = due.due
+          ? await run({ messageId: m.messageId, event, holder: `${inv.functionName}:${inv.awsRequestId}:${m.messageId}`, session: due.session })
+          : due.result;
+        const replayed = due.due && !ran.has(m.messageId);
         log.info('after-turn record handled', { messageId: m.messageId, ...event, result, replayed });
         records.push({ messageId: m.messageId, ok: true, result, replayed });
       } catch (err) {
@@ -85,7 +83,7 @@ export class AfterTurnConsumer {
       err instanceof AfterTurnRetryableError ||
       err instanceof StoreRetryableError ||
       // Another delivery of this messageId is running; this copy is retried after it.
-      e.name === 'IdempotencyAlreadyInProgressError';
+      err instanceof IdempotencyAlreadyInProgressError;
     if (err instanceof InvalidAfterTurnEventError) {
       log.error('after-turn body rejected; reported failed so it dead-letters after maxReceiveCount', { messageId, error: e.message });
     } else if (retryable) {

@@ -1,16 +1,18 @@
 // The after-turn message body, validated at the edge of the consumer.
-import { z } from 'zod';
+import * as z from 'zod/mini';
 import type { AfterTurnEvent } from './publisher.js';
 import { InvalidAfterTurnEventError } from './errors.js';
 
 // Same id alphabet bounds as a DynamoDB key part; a hostile body cannot build odd keys.
-const id = z.string().min(1).max(256);
+const id = z.string().check(z.minLength(1), z.maxLength(256));
 
 export const afterTurnEventSchema = z.object({
   tenantId: id,
   sessionId: id,
   origin: z.enum(['turn', 'review', 'manual']),
-}) satisfies z.ZodType<AfterTurnEvent>;
+  /** The HTTP request that published it (x-request-id), carried into the consumer's logs. */
+  correlationId: z.optional(z.string().check(z.maxLength(256))),
+});
 
 export function parseAfterTurnBody(body: string): AfterTurnEvent {
   let json: unknown;
@@ -20,6 +22,8 @@ export function parseAfterTurnBody(body: string): AfterTurnEvent {
     throw new InvalidAfterTurnEventError('body is not JSON');
   }
   const parsed = afterTurnEventSchema.safeParse(json);
-  if (!parsed.success) throw new InvalidAfterTurnEventError(z.prettifyError(parsed.error));
-  return parsed.data;
+  if (!parsed.success) {
+    throw new InvalidAfterTurnEventError(parsed.error.issues.map((i) => `${i.path.join('.') || 'body'}: ${i.message}`).join('; '));
+  }
+  return parsed.data as AfterTurnEvent;
 }

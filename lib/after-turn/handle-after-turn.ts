@@ -1,19 +1,18 @@
-// Domain logic of one after-turn event (SPEC F3, C13): is compaction due, and if so,
-// compact; map the attempt's outcome to "done" (a result) or "try again" (a throw).
+// Domain logic of one after-turn event (SPEC F3, C13): is compaction due (one read of the
+// session record: its running token estimate, kept by every append, against the threshold),
+// and if so, compact; map the attempt's outcome to "done" (a result) or "try again" (a throw).
 import type { CompactionMode, CompactionOutcome, CompactRequest } from '../compaction/types.js';
-import { countTokens as defaultCountTokens } from '../compressors/tokens.js';
 import { SessionNotFoundError } from '../lineage/errors.js';
-import type { LineageStore } from '../lineage/types.js';
-import type { Message } from '../messages.js';
+import type { LineageStore, SessionRecord } from '../lineage/types.js';
 import { AfterTurnRetryableError } from './errors.js';
 import type { AfterTurnEvent } from './publisher.js';
 
 export interface AfterTurnDeps {
-  store: Pick<LineageStore, 'getSession' | 'readMessages'>;
+  store: Pick<LineageStore, 'getSession' | 'liveTip'>;
   compact(req: CompactRequest): Promise<CompactionOutcome>;
+  /** Compaction is due once the session's token estimate passes this (an estimate: lib/items/tokens.ts). */
   thresholdTokens: number;
   mode: CompactionMode;
-  countTokens?: (messages: readonly Message[]) => number;
 }
 
 export interface AfterTurnInput {
@@ -29,33 +28,37 @@ export type AfterTurnResult =
   | { status: 'below_threshold'; tokens: number; threshold: number }
   | { status: 'session_ended'; liveSessionId: string | null }
   | { status: 'compacted'; mode: CompactionMode; sessionId: string; previousSessionId: string; tokens: number }
-  | { status: 'skipped'; reason: 'locked'; holder: string | null }
+  | { status: 'skipped'; reason: 'locked' | 'stale'; holder: string | null }
   | { status: 'adopted'; sessionId: string }
   | { status: 'noop'; reason: string };
 
-export async function handleAfterTurn(deps: AfterTurnDeps, input: AfterTurnInput): Promise<AfterTurnResult> {
-  const { event } = input;
-  // C13: a review fork never compacts, whatever its size; decided before touching anything.
-  if (event.origin === 'review') return { status: 'disabled', reason: 'review_origin' };
+export type DueCheck = { due: false; result: AfterTurnResult } | { due: true; session: SessionRecord };
 
+/** C13 first (by rule, nothing read), then one GetItem: is this session over the threshold? */
+export async function checkDue(deps: AfterTurnDeps, event: AfterTurnEvent): Promise<DueCheck> {
+  if (event.origin === 'review') return { due: false, result: { status: 'disabled', reason: 'review_origin' } };
   const ref = { tenantId: event.tenantId, sessionId: event.sessionId };
   const session = await deps.store.getSession(ref);
   // A session we cannot find will not appear on retry: the batch reports it and it dead-letters.
   if (!session) throw new SessionNotFoundError(event.sessionId);
-  // The turn happened on a session that was rotated since; its live child gets its own events.
-  if (session.endedAt) return { status: 'session_ended', liveSessionId: session.childSessionId ?? null };
+  // The turn happened on a session that was rotated since; its live tip gets its own events.
+  if (session.endedAt) return { due: false, result: { status: 'session_ended', liveSessionId: await deps.store.liveTip(ref) } };
+  if (session.tokenEstimate <= deps.thresholdTokens) {
+    return { due: false, result: { status: 'below_threshold', tokens: session.tokenEstimate, threshold: deps.thresholdTokens } };
+  }
+  return { due: true, session };
+}
 
-  const tokens = (deps.countTokens ?? defaultCountTokens)(await deps.store.readMessages(ref));
-  if (tokens <= deps.thresholdTokens) return { status: 'below_threshold', tokens, threshold: deps.thresholdTokens };
-
+export async function compactDue(deps: AfterTurnDeps, input: AfterTurnInput, session: SessionRecord): Promise<AfterTurnResult> {
+  const { event } = input;
   const outcome = await deps.compact({
-    ref,
+    ref: { tenantId: event.tenantId, sessionId: event.sessionId },
     mode: deps.mode,
     origin: event.origin,
     holder: input.holder,
     ...(input.remainingTimeMs ? { remainingTimeMs: input.remainingTimeMs } : {}),
   });
-  return resultOf(outcome, tokens);
+  return resultOf(outcome, session.tokenEstimate);
 }
 
 function resultOf(o: CompactionOutcome, tokens: number): AfterTurnResult {
@@ -72,8 +75,10 @@ function resultOf(o: CompactionOutcome, tokens: number): AfterTurnResult {
     case 'skipped':
       switch (o.reason) {
         case 'locked':
-          // Someone else is compacting this session right now; their attempt covers this turn.
-          return { status: 'skipped', reason: 'locked', holder: o.holder ?? null };
+        case 'stale':
+          // Someone else is compacting this session right now (or a pop changed what we read);
+          // their attempt, or the next turn's event, covers this turn.
+          return { status: 'skipped', reason: o.reason, holder: o.holder ?? null };
         case 'adopted':
           return { status: 'adopted', sessionId: o.sessionId };
         case 'lease_unavailable':

@@ -1,24 +1,34 @@
-// Redelivery guard (SPEC F3): Powertools idempotency keyed by the SQS messageId, its
-// records in our own table. See README.md for why this and not a hand-written record.
+// Redelivery guard (SPEC F3): Powertools idempotency keyed by the SQS messageId, its records in
+// our own table. See README.md for why this and not a hand-written record. Each message id gets
+// its own partition (`IDEMPOTENCY#after-turn#<messageId>`): one static partition for every
+// record is a hot key (Powertools issue #3781) that caps the whole service.
 import type { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { IdempotencyConfig, makeIdempotent } from '@aws-lambda-powertools/idempotency';
 import { DynamoDBPersistenceLayer } from '@aws-lambda-powertools/idempotency/dynamodb';
 import type { Context } from 'aws-lambda';
 
-/** Partition holding every after-turn idempotency record; no lineage key starts like this. */
-export const IDEMPOTENCY_PK = 'IDEMPOTENCY#after-turn';
+/** Prefix of every after-turn idempotency record's partition; no lineage key starts like this. */
+export const IDEMPOTENCY_PK_PREFIX = 'IDEMPOTENCY#after-turn#';
 const KEY_PREFIX = 'after-turn';
 
-export function afterTurnPersistence(client: DynamoDBClient, tableName: string): DynamoDBPersistenceLayer {
-  return new DynamoDBPersistenceLayer({
-    tableName,
-    awsSdkV3Client: client,
-    keyAttr: 'pk',
-    sortKeyAttr: 'sk',
-    staticPkValue: IDEMPOTENCY_PK,
-    // The table's TTL attribute: DynamoDB deletes remembered messageIds once they expire.
-    expiryAttr: 'expiresAt',
-  });
+export function idempotencyPk(messageId: string): string {
+  return `${IDEMPOTENCY_PK_PREFIX}${messageId}`;
+}
+
+/** Builds the persistence layer for one message id (its own partition). */
+export type PersistenceFor = (messageId: string) => DynamoDBPersistenceLayer;
+
+export function afterTurnPersistence(client: DynamoDBClient, tableName: string): PersistenceFor {
+  return (messageId) =>
+    new DynamoDBPersistenceLayer({
+      tableName,
+      awsSdkV3Client: client,
+      keyAttr: 'pk',
+      sortKeyAttr: 'sk',
+      staticPkValue: idempotencyPk(messageId),
+      // The table's TTL attribute: DynamoDB deletes remembered messageIds once they expire.
+      expiryAttr: 'expiresAt',
+    });
 }
 
 export interface RemainingTime {
@@ -26,23 +36,21 @@ export interface RemainingTime {
 }
 
 /**
- * Wraps `fn` so a given messageId runs it at most once to completion. A run that
- * throws deletes its in-progress record (the retry runs again); a run that never
- * finishes (crash, timeout) is retried once the invocation's remaining time at start
- * has passed, because the in-progress record carries that expiry.
+ * Runs `fn` at most once to completion for `payload.messageId`. A run that throws deletes its
+ * in-progress record (the retry runs again); a run that never finishes (crash, timeout) is
+ * retried once the invocation's remaining time at start has passed, because the in-progress
+ * record carries that expiry.
  */
 export function idempotentPerMessage<P extends { messageId: string }, R>(
   fn: (payload: P) => Promise<R>,
-  persistence: DynamoDBPersistenceLayer,
+  persistenceFor: PersistenceFor,
   opts: { ttlSeconds: number; invocation: RemainingTime },
 ): (payload: P) => Promise<R> {
-  // A config per invocation: it carries this invocation's remaining time.
-  const config = new IdempotencyConfig({
-    eventKeyJmesPath: 'messageId',
-    throwOnNoIdempotencyKey: true,
-    expiresAfterSeconds: opts.ttlSeconds,
-  });
-  // Powertools only reads getRemainingTimeInMillis from the context.
-  config.registerLambdaContext(opts.invocation as Context);
-  return makeIdempotent(fn, { persistenceStore: persistence, config, keyPrefix: KEY_PREFIX });
+  return (payload) => {
+    // A config per invocation: it carries this invocation's remaining time.
+    const config = new IdempotencyConfig({ eventKeyJmesPath: 'messageId', throwOnNoIdempotencyKey: true, expiresAfterSeconds: opts.ttlSeconds });
+    // Powertools only reads getRemainingTimeInMillis from the context.
+    config.registerLambdaContext(opts.invocation as Context);
+    return makeIdempotent(fn, { persistenceStore: persistenceFor(payload.messageId), config, keyPrefix: KEY_PREFIX })(payload);
+  };
 }

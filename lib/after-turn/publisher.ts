@@ -9,6 +9,8 @@ export interface AfterTurnEvent {
   tenantId: string;
   sessionId: string;
   origin: CompactionOrigin;
+  /** The HTTP request that published it (x-request-id), carried into the consumer's logs. */
+  correlationId?: string;
 }
 
 export interface AfterTurnPublisher {

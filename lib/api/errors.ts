@@ -1,12 +1,19 @@
-// Every failure the API reports is an HttpError; anything else becomes an opaque 500.
-import type { ZodError } from 'zod';
+// Every failure the API reports is an HttpError shaped `{error: {code, message}}` (SPEC F1);
+// anything unexpected becomes an opaque 500.
+import { LeaseUnavailableError } from '../lease/errors.js';
+import { InvalidCursorError } from '../lineage/cursor.js';
 import {
+  AttemptInFlightError,
+  CountMismatchError,
   FenceStaleError,
-  MessageTooLargeError,
+  IdempotencyKeyReusedError,
+  ItemTooLargeError,
+  LineageTooDeepError,
   RotationLostError,
   SessionEndedError,
   SessionExistsError,
   SessionNotFoundError,
+  StaleCursorError,
   StoreRetryableError,
 } from '../lineage/errors.js';
 
@@ -17,9 +24,14 @@ export type ErrorCode =
   | 'not_found'
   | 'method_not_allowed'
   | 'session_ended'
+  | 'count_mismatch'
+  | 'cursor_stale'
+  | 'lineage_too_deep'
   | 'conflict'
   | 'payload_too_large'
   | 'unsupported_media_type'
+  | 'idempotency_key_reused'
+  | 'lease_unavailable'
   | 'unavailable'
   | 'internal';
 
@@ -37,20 +49,12 @@ export class HttpError extends Error {
   }
 }
 
-/** "messages.0.role: Invalid option: expected one of ..." — names the field, from zod issues. */
-export function describeZodError(err: ZodError, where: string): string {
-  const parts = err.issues.slice(0, 5).map((i) => {
-    const path = i.path.length ? i.path.map(String).join('.') : where;
-    return `${path}: ${i.message}`;
-  });
-  return parts.join('; ');
-}
+export const RETRY_AFTER_SECONDS = 2;
+const retryAfter = { 'retry-after': String(RETRY_AFTER_SECONDS) };
 
-export function invalidRequest(err: ZodError, where: string): HttpError {
-  const first = err.issues[0];
-  return new HttpError(400, 'invalid_request', describeZodError(err, where), {
-    field: first && first.path.length ? first.path.map(String).join('.') : where,
-  });
+/** 400 naming the field (`messages[3].tool_calls[0].id`) and saying what is wrong with it. */
+export function invalidField(field: string, message: string): HttpError {
+  return new HttpError(400, 'invalid_request', `${field}: ${message}`, { field });
 }
 
 export function notFound(sessionId: string): HttpError {
@@ -58,22 +62,31 @@ export function notFound(sessionId: string): HttpError {
   return new HttpError(404, 'not_found', `session ${sessionId} not found`);
 }
 
-export const RETRY_AFTER_SECONDS = 2;
+/** The lease backend could not decide (SPEC C2, F1): retry later. */
+export function leaseUnavailable(): HttpError {
+  return new HttpError(503, 'lease_unavailable', 'the lease backend (Redis) is unavailable; retry shortly', {}, retryAfter);
+}
 
-/** Maps store errors to statuses; returns null for anything unexpected (a 500). */
+/** Maps domain errors to statuses; returns null for anything unexpected (a 500). */
 export function fromDomainError(err: unknown): HttpError | null {
   if (err instanceof HttpError) return err;
   if (err instanceof SessionNotFoundError) return notFound(err.sessionId);
   if (err instanceof SessionEndedError || err instanceof RotationLostError) {
     return new HttpError(409, 'session_ended', err.message, { liveSessionId: err.liveSessionId });
   }
+  if (err instanceof CountMismatchError) return new HttpError(409, 'count_mismatch', err.message, { messageCount: err.messageCount });
+  if (err instanceof StaleCursorError) return new HttpError(409, 'cursor_stale', err.message);
+  if (err instanceof InvalidCursorError) return invalidField('cursor', err.message);
+  if (err instanceof LineageTooDeepError) return new HttpError(409, 'lineage_too_deep', err.message);
+  if (err instanceof IdempotencyKeyReusedError) return new HttpError(422, 'idempotency_key_reused', err.message);
   if (err instanceof SessionExistsError) return new HttpError(409, 'conflict', err.message);
-  if (err instanceof MessageTooLargeError) return new HttpError(413, 'payload_too_large', err.message);
-  if (err instanceof FenceStaleError || err instanceof StoreRetryableError) {
-    return new HttpError(503, 'unavailable', 'the session is busy; retry shortly', {}, { 'retry-after': String(RETRY_AFTER_SECONDS) });
+  if (err instanceof ItemTooLargeError) {
+    const what = err.index >= 0 ? `messages[${err.index}] is ${err.bytes} bytes stored` : `the append is ${err.bytes} bytes stored`;
+    return new HttpError(413, 'payload_too_large', `${what}; the limit is ${err.limit}`);
   }
-  if (err instanceof Error && err.name === 'LeaseUnavailableError') {
-    return new HttpError(503, 'unavailable', 'lease backend unavailable; retry shortly', {}, { 'retry-after': String(RETRY_AFTER_SECONDS) });
+  if (err instanceof FenceStaleError || err instanceof AttemptInFlightError || err instanceof StoreRetryableError) {
+    return new HttpError(503, 'unavailable', 'the session is busy; retry shortly', {}, retryAfter);
   }
+  if (err instanceof LeaseUnavailableError) return leaseUnavailable();
   return null;
 }

@@ -1,8 +1,9 @@
 // The HTTP API as one function of an API Gateway HTTP API (payload v2) event: authenticate,
-// route, check the body, run the route, map every error to `{error: {code, message}}`.
+// route, read the body, run the route, map every error to `{error: {code, message}}`.
 import type { APIGatewayProxyEventV2, APIGatewayProxyStructuredResultV2 } from 'aws-lambda';
 import type { ApiKeyResolver } from './api-keys.js';
-import { fromDomainError, HttpError, invalidRequest } from './errors.js';
+import { fromDomainError, HttpError, invalidField } from './errors.js';
+import { parseJsonBody } from './json-body.js';
 import { matchRoute, type RouteDeps, type RouteResult } from './routes.js';
 import { sessionIdParam } from './schemas.js';
 
@@ -21,59 +22,36 @@ export interface Invocation {
 
 const paramSchemas: Record<string, typeof sessionIdParam> = { id: sessionIdParam };
 
-function json(status: number, body: unknown, headers: Record<string, string> = {}): APIGatewayProxyStructuredResultV2 {
+function respond(result: RouteResult, requestId: string): APIGatewayProxyStructuredResultV2 {
+  const headers: Record<string, string> = { 'x-request-id': requestId, ...result.headers };
+  if (result.body === undefined) return { statusCode: result.status, headers };
   return {
-    statusCode: status,
+    statusCode: result.status,
     headers: { 'content-type': 'application/json; charset=utf-8', ...headers },
-    body: JSON.stringify(body),
+    body: JSON.stringify(result.body),
   };
 }
 
 function errorResponse(err: HttpError, requestId: string): APIGatewayProxyStructuredResultV2 {
-  return json(err.status, { error: { code: err.code, message: err.message, requestId }, ...err.extra }, err.headers);
+  return respond({ status: err.status, body: { error: { code: err.code, message: err.message, requestId }, ...err.extra }, headers: err.headers }, requestId);
 }
 
-function header(event: APIGatewayProxyEventV2, name: string): string | undefined {
-  // HTTP API lower-cases header names; local tools do not always.
-  const h = event.headers ?? {};
-  return h[name] ?? Object.entries(h).find(([k]) => k.toLowerCase() === name)?.[1];
+/** Header names lower-cased (HTTP API already does; local tools do not always). */
+function headersOf(event: APIGatewayProxyEventV2): Record<string, string> {
+  const out: Record<string, string> = {};
+  for (const [k, v] of Object.entries(event.headers ?? {})) if (v !== undefined) out[k.toLowerCase()] = v;
+  return out;
 }
 
 /** Same middleware for every route (SPEC F2): a valid Bearer key resolves to exactly one tenant. */
-export async function authenticate(event: APIGatewayProxyEventV2, apiKeys: ApiKeyResolver): Promise<string> {
-  const auth = header(event, 'authorization');
+export async function authenticate(headers: Record<string, string>, apiKeys: ApiKeyResolver): Promise<string> {
+  const auth = headers.authorization;
   const m = auth ? /^Bearer\s+(\S+)\s*$/i.exec(auth) : null;
-  if (!m) throw new HttpError(401, 'unauthorized', 'missing or malformed Authorization header; expected "Bearer <api key>"', {}, { 'www-authenticate': 'Bearer' });
+  const challenge = { 'www-authenticate': 'Bearer' };
+  if (!m) throw new HttpError(401, 'unauthorized', 'missing or malformed Authorization header; expected "Bearer <api key>"', {}, challenge);
   const tenantId = await apiKeys.resolve(m[1]!);
-  if (!tenantId) throw new HttpError(401, 'unauthorized', 'invalid API key', {}, { 'www-authenticate': 'Bearer' });
+  if (!tenantId) throw new HttpError(401, 'unauthorized', 'invalid API key', {}, challenge);
   return tenantId;
-}
-
-/** Decodes and size-checks the body, then parses JSON; an empty body is `undefined`. */
-export function readJsonBody(event: APIGatewayProxyEventV2, maxBytes: number): unknown {
-  const declared = Number(header(event, 'content-length'));
-  if (Number.isFinite(declared) && declared > maxBytes) {
-    throw new HttpError(413, 'payload_too_large', `request body is ${declared} bytes; the limit is ${maxBytes}`);
-  }
-  const raw = event.body ? (event.isBase64Encoded ? Buffer.from(event.body, 'base64') : Buffer.from(event.body, 'utf8')) : Buffer.alloc(0);
-  if (raw.length > maxBytes) {
-    throw new HttpError(413, 'payload_too_large', `request body is ${raw.length} bytes; the limit is ${maxBytes}`);
-  }
-  if (raw.length === 0) {
-    // A declared body that did not arrive as text is not an absent body: serverless-offline hands
-    // falsy JSON literals (`null`, `false`, `0`) over pre-parsed, losing the text API Gateway would send.
-    if (declared > 0) throw new HttpError(400, 'invalid_request', 'request body must be a JSON object');
-    return undefined;
-  }
-  const type = header(event, 'content-type');
-  if (!type || !/^application\/json\s*(;|$)/i.test(type)) {
-    throw new HttpError(415, 'unsupported_media_type', `content-type must be application/json (got ${type ? `"${type}"` : 'none'})`);
-  }
-  try {
-    return JSON.parse(raw.toString('utf8'));
-  } catch (err) {
-    throw new HttpError(400, 'invalid_json', `request body is not valid JSON: ${(err as Error).message}`);
-  }
 }
 
 function validateParams(params: Record<string, string>): Record<string, string> {
@@ -82,7 +60,7 @@ function validateParams(params: Record<string, string>): Record<string, string> 
     const schema = paramSchemas[name];
     if (!schema) throw new Error(`no schema for path parameter ${name}`);
     const r = schema.safeParse(value);
-    if (!r.success) throw invalidRequest(r.error, name);
+    if (!r.success) throw invalidField(name, r.error.issues[0]?.message ?? 'invalid');
     out[name] = r.data;
   }
   return out;
@@ -92,19 +70,27 @@ export async function handleHttpRequest(event: APIGatewayProxyEventV2, deps: Api
   const method = event.requestContext?.http?.method?.toUpperCase() ?? 'GET';
   const path = event.rawPath ?? '/';
   try {
-    const tenantId = await authenticate(event, deps.apiKeys);
+    const headers = headersOf(event);
+    const tenantId = await authenticate(headers, deps.apiKeys);
     const { route, params } = matchRoute(method, path);
     const validParams = validateParams(params);
-    const body = method === 'POST' ? readJsonBody(event, deps.maxBodyBytes ?? DEFAULT_MAX_BODY_BYTES) : undefined;
-    const result: RouteResult = await route.handle({
+    const rawBody = event.body ? Buffer.from(event.body, event.isBase64Encoded ? 'base64' : 'utf8') : Buffer.alloc(0);
+    const body =
+      method === 'POST'
+        ? parseJsonBody({ body: rawBody, contentType: headers['content-type'], declaredLength: Number(headers['content-length']) }, deps.maxBodyBytes ?? DEFAULT_MAX_BODY_BYTES)
+        : undefined;
+    const result = await route.handle({
       tenantId,
       params: validParams,
+      query: Object.fromEntries(Object.entries(event.queryStringParameters ?? {}).filter((e): e is [string, string] => e[1] !== undefined)),
       body,
+      rawBody,
+      headers,
       requestId: inv.requestId,
       ...(inv.remainingTimeMs ? { remainingTimeMs: inv.remainingTimeMs } : {}),
       deps,
     });
-    return json(result.status, result.body, result.headers);
+    return respond(result, inv.requestId);
   } catch (err) {
     const mapped = fromDomainError(err);
     if (mapped) {

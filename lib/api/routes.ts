@@ -1,12 +1,24 @@
 // The route table: one entry per API operation. functions/openapi.json documents exactly
 // these (checked by test/unit/api/openapi.test.ts), and serverless.yml declares them.
-import type { z } from 'zod';
+import { createHash } from 'node:crypto';
 import type { CompactionOrigin, CompactionOutcome, CompactRequest } from '../compaction/types.js';
-import type { LineageStore } from '../lineage/types.js';
+import { validateItems, describeProblem } from '../items/validate.js';
+import { decodeCursor, encodeCursor } from '../lineage/cursor.js';
+import { MAX_PAGE_BYTES } from '../lineage/limits.js';
+import { withEstimates } from '../lineage/prepare.js';
+import type { IdempotencyInput, LineageStore, SessionRecord, StoredResponse } from '../lineage/types.js';
 import type { SessionRef } from '../session-ref.js';
-import { HttpError, invalidRequest, notFound, RETRY_AFTER_SECONDS } from './errors.js';
-import { appendMessagesBody, compressBody, createSessionBody } from './schemas.js';
-import { isRetryableOutcome, outcomeView, sessionView } from './views.js';
+import { HttpError, invalidField, leaseUnavailable, notFound } from './errors.js';
+import {
+  appendBody,
+  assertMetadata,
+  compressBody,
+  createSessionBody,
+  DEFAULT_LIMIT,
+  listMessagesQuery,
+  parseWith,
+} from './schemas.js';
+import { outcomeView, sessionView } from './views.js';
 
 export interface ApiLogger {
   info(message: string, ...extra: unknown[]): void;
@@ -24,14 +36,22 @@ export interface RouteDeps {
   compact(req: CompactRequest): Promise<CompactionOutcome>;
   publisher: TurnEventPublisher;
   logger: ApiLogger;
+  /** After-turn events are published only once a session's token estimate passes this (F3); unset: always. */
+  publishAboveTokens?: number;
 }
 
 export interface RouteContext {
   tenantId: string;
   /** Validated path parameters. */
   params: Record<string, string>;
-  /** Parsed JSON body (undefined for GET or an empty POST). */
+  /** Query string parameters (GET). */
+  query: Record<string, string>;
+  /** Parsed JSON body (undefined for GET or an empty body). */
   body: unknown;
+  /** The body's bytes, for Idempotency-Key request digests. */
+  rawBody: Buffer;
+  /** Request headers, lower-cased names. */
+  headers: Record<string, string>;
   requestId: string;
   remainingTimeMs?: () => number;
   deps: RouteDeps;
@@ -39,11 +59,11 @@ export interface RouteContext {
 
 export interface RouteResult {
   status: number;
-  body: unknown;
+  body?: unknown;
   headers?: Record<string, string>;
 }
 
-export type HttpMethod = 'GET' | 'POST';
+export type HttpMethod = 'GET' | 'POST' | 'DELETE';
 
 export interface Route {
   method: HttpMethod;
@@ -52,23 +72,22 @@ export interface Route {
   handle(ctx: RouteContext): Promise<RouteResult>;
 }
 
-/** An absent body means `{}`; anything sent, including a JSON `null`, must match the schema. */
-function parseBody<T extends z.ZodType>(schema: T, body: unknown): z.infer<T> {
-  const r = schema.safeParse(body === undefined ? {} : body);
-  if (!r.success) throw invalidRequest(r.error, 'body');
-  return r.data;
-}
+/** Idempotency-Key: 1-255 printable ASCII characters (A3). */
+const IDEMPOTENCY_KEY = /^[\x20-\x7e]{1,255}$/;
 
 function refOf(ctx: RouteContext): SessionRef {
   return { tenantId: ctx.tenantId, sessionId: ctx.params.id! };
 }
 
-/** Reads the caller's own session or answers 404 (also for other tenants' sessions: SPEC F2). */
-async function requireSession(ctx: RouteContext) {
-  const ref = refOf(ctx);
-  const session = await ctx.deps.store.getSession(ref);
-  if (!session) throw notFound(ref.sessionId);
-  return { ref, session };
+function idempotencyOf(ctx: RouteContext): IdempotencyInput | undefined {
+  const key = ctx.headers['idempotency-key'];
+  if (key === undefined) return undefined;
+  if (!IDEMPOTENCY_KEY.test(key)) throw invalidField('Idempotency-Key', 'must be 1-255 printable ASCII characters');
+  return { key, requestHash: createHash('sha256').update(ctx.rawBody).digest('base64url') };
+}
+
+function replayed(response: StoredResponse): RouteResult {
+  return { status: response.status, body: response.body, headers: { 'idempotent-replayed': 'true' } };
 }
 
 export const routes: readonly Route[] = [
@@ -76,51 +95,95 @@ export const routes: readonly Route[] = [
     method: 'POST',
     path: '/sessions',
     async handle(ctx) {
-      const body = parseBody(createSessionBody, ctx.body);
-      const session = await ctx.deps.store.createSession({ tenantId: ctx.tenantId, ...body });
-      return { status: 201, body: { session: sessionView(session) } };
+      const body = parseWith(createSessionBody, ctx.body, 'body');
+      if (body.metadata) assertMetadata(body.metadata);
+      const r = await ctx.deps.store.createSession({
+        tenantId: ctx.tenantId,
+        format: body.format,
+        ...(body.source !== undefined ? { source: body.source } : {}),
+        ...(body.metadata !== undefined ? { metadata: body.metadata } : {}),
+        ...optional('idempotency', idempotencyOf(ctx)),
+        respond: (s) => ({ status: 201, body: { session: sessionView(s) } }),
+      });
+      return r.replayed ? replayed(r.response) : { status: 201, body: { session: sessionView(r.session) } };
     },
   },
   {
     method: 'GET',
     path: '/sessions/{id}',
     async handle(ctx) {
-      const { session } = await requireSession(ctx);
+      const session = await ctx.deps.store.getSession(refOf(ctx));
+      if (!session) throw notFound(ctx.params.id!);
       return { status: 200, body: { session: sessionView(session) } };
+    },
+  },
+  {
+    method: 'DELETE',
+    path: '/sessions/{id}',
+    async handle(ctx) {
+      await ctx.deps.store.deleteSession(refOf(ctx));
+      return { status: 204 };
     },
   },
   {
     method: 'POST',
     path: '/sessions/{id}/messages',
     async handle(ctx) {
-      const body = parseBody(appendMessagesBody, ctx.body);
+      const body = parseWith(appendBody, ctx.body, 'body');
       const ref = refOf(ctx);
-      const { session, appended } = await ctx.deps.store.appendMessages(ref, body.messages);
-      try {
-        await ctx.deps.publisher.publish({ tenantId: ref.tenantId, sessionId: ref.sessionId, origin: 'turn' });
-      } catch (err) {
-        // The append is durable; a lost after-turn event only delays compaction (the next turn retries).
-        ctx.deps.logger.warn('after-turn publish failed', { sessionId: ref.sessionId, error: String(err) });
-      }
-      return { status: 200, body: { session: sessionView(session), appended } };
+      const r = await ctx.deps.store.appendItems(ref, {
+        // A1: what a valid item is depends on the session's format, known once the store read it.
+        prepare: (session) => {
+          const checked = validateItems(session.format, body.messages);
+          if (!checked.ok) {
+            const field = `messages[${checked.problem.index}]${checked.problem.path ? `.${checked.problem.path}` : ''}`;
+            throw new HttpError(400, 'invalid_request', describeProblem(checked.problem), { field });
+          }
+          return withEstimates(checked.items, session);
+        },
+        ...optional('expectedCount', body.expectedCount),
+        ...optional('idempotency', idempotencyOf(ctx)),
+        respond: (s, appended) => ({ status: 200, body: { session: sessionView(s), appended } }),
+      });
+      if (r.replayed) return replayed(r.response);
+      await publishTurn(ctx, r.session);
+      return { status: 200, body: { session: sessionView(r.session), appended: r.appended } };
     },
   },
   {
     method: 'GET',
     path: '/sessions/{id}/messages',
     async handle(ctx) {
-      const { ref } = await requireSession(ctx);
-      return { status: 200, body: { messages: await ctx.deps.store.readMessages(ref) } };
+      const q = parseWith(listMessagesQuery, ctx.query, 'query');
+      const ref = refOf(ctx);
+      if (q.tail !== undefined) {
+        if (q.cursor !== undefined || q.limit !== undefined) throw invalidField('tail', 'cannot be combined with cursor or limit');
+        const { items } = await ctx.deps.store.readTail(ref, q.tail, MAX_PAGE_BYTES);
+        return { status: 200, body: { messages: items, nextCursor: null } };
+      }
+      const from = q.cursor === undefined ? undefined : decodeCursor(ref.tenantId, ref.sessionId, q.cursor);
+      const page = await ctx.deps.store.readPage(ref, { limit: q.limit ?? DEFAULT_LIMIT, maxBytes: MAX_PAGE_BYTES, ...optional('from', from) });
+      return {
+        status: 200,
+        body: { messages: page.items, nextCursor: page.next ? encodeCursor(ref.tenantId, ref.sessionId, page.next) : null },
+      };
+    },
+  },
+  {
+    method: 'DELETE',
+    path: '/sessions/{id}/messages/last',
+    async handle(ctx) {
+      const { removed, session } = await ctx.deps.store.popLast(refOf(ctx));
+      return { status: 200, body: { removed, session: sessionView(session) } };
     },
   },
   {
     method: 'GET',
     path: '/sessions/{id}/lineage',
     async handle(ctx) {
-      const { ref } = await requireSession(ctx);
-      const chain = await ctx.deps.store.lineage(ref);
+      const chain = await ctx.deps.store.lineage(refOf(ctx));
       const tip = chain.at(-1);
-      if (!tip) throw notFound(ref.sessionId);
+      if (!tip) throw notFound(ctx.params.id!);
       return { status: 200, body: { chain: chain.map(sessionView), tip: tip.sessionId } };
     },
   },
@@ -128,23 +191,37 @@ export const routes: readonly Route[] = [
     method: 'POST',
     path: '/sessions/{id}/compress',
     async handle(ctx) {
-      const body = parseBody(compressBody, ctx.body);
-      const { ref } = await requireSession(ctx);
+      const body = parseWith(compressBody, ctx.body, 'body');
+      // P2: no session read first; the lease decides, and the attempt's first write finds an unknown session (404).
       const outcome = await ctx.deps.compact({
-        ref,
+        ref: refOf(ctx),
         mode: body.mode,
         origin: body.origin,
         holder: `http:${ctx.requestId}`,
-        ...(body.keepLast !== undefined ? { keepLast: body.keepLast } : {}),
-        ...(ctx.remainingTimeMs ? { remainingTimeMs: ctx.remainingTimeMs } : {}),
+        ...optional('keepLast', body.keepLast),
+        ...optional('remainingTimeMs', ctx.remainingTimeMs),
       });
-      if (isRetryableOutcome(outcome)) {
-        return { status: 503, body: outcomeView(outcome), headers: { 'retry-after': String(RETRY_AFTER_SECONDS) } };
-      }
+      if (outcome.outcome === 'skipped' && outcome.reason === 'lease_unavailable') throw leaseUnavailable();
       return { status: 200, body: outcomeView(outcome) };
     },
   },
 ];
+
+async function publishTurn(ctx: RouteContext, session: SessionRecord): Promise<void> {
+  const threshold = ctx.deps.publishAboveTokens;
+  if (threshold !== undefined && session.tokenEstimate <= threshold) return;
+  try {
+    await ctx.deps.publisher.publish({ tenantId: session.tenantId, sessionId: session.sessionId, origin: 'turn' });
+  } catch (err) {
+    // The append is durable; a lost after-turn event only delays compaction (the next turn retries).
+    ctx.deps.logger.warn('after-turn publish failed', { sessionId: session.sessionId, error: String(err) });
+  }
+}
+
+/** `{[name]: value}` when the value is present, else nothing (exactOptionalPropertyTypes-friendly spreads). */
+function optional<K extends string, V>(name: K, value: V | undefined): { [P in K]?: V } {
+  return (value === undefined ? {} : { [name]: value }) as { [P in K]?: V };
+}
 
 interface Compiled {
   route: Route;

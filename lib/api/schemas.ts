@@ -1,40 +1,98 @@
-// Input schemas for every route (SPEC F1). Unknown top-level fields are refused so typos
-// surface as 400s; message objects keep client extras (name, tool_call_id, ...) verbatim.
-import { z } from 'zod';
-import { MAX_ATOMIC_APPEND_MESSAGES } from '../lineage/dynamo-lineage-store.js';
+// Input schemas for every route (SPEC F1, A1-A5), in zod/mini (a fraction of classic zod's size
+// in each bundle, same English messages). Unknown top-level fields are refused so typos surface
+// as 400s; items are validated by their format's rules (lib/items/validate.ts), which keep
+// every field they do not define verbatim.
+import * as z from 'zod/mini';
+import en from 'zod/v4/locales/en.js';
+import { ITEM_FORMATS } from '../items/types.js';
+import { DEFAULT_PAGE_ITEMS, MAX_ATOMIC_APPEND_ITEMS, MAX_PAGE_ITEMS } from '../lineage/limits.js';
+import { childPath } from './json-body.js';
+import { HttpError, invalidField } from './errors.js';
+
+z.config(en());
 
 /** Session ids in paths: what the store generates (UUIDs) and nothing that could escape a key. */
 export const SESSION_ID_PATTERN = /^[A-Za-z0-9][A-Za-z0-9_-]{0,127}$/;
 
-export const sessionIdParam = z.string().regex(SESSION_ID_PATTERN, 'must be 1-128 letters, digits, "_" or "-"');
+export const sessionIdParam = z.string().check(z.regex(SESSION_ID_PATTERN, 'must be 1-128 letters, digits, "_" or "-"'));
 
-/**
- * One request is one store transaction, so an append is all-or-nothing: a request split over
- * several transactions could half-land before a 409/503, and a client retry would duplicate it.
- */
-export const MAX_MESSAGES_PER_APPEND = MAX_ATOMIC_APPEND_MESSAGES;
+/** One append is one store transaction, so it lands whole or not at all (a retry can never half-duplicate it). */
+export const MAX_MESSAGES_PER_APPEND = MAX_ATOMIC_APPEND_ITEMS;
+
+/** What metadata may hold (issue 11): it is kept as JSON text, so these are the only limits. */
+export const METADATA_MAX_BYTES = 16_384;
+export const METADATA_MAX_DEPTH = 16;
+export const METADATA_MAX_KEY_CHARS = 256;
 
 export const createSessionBody = z.strictObject({
-  source: z.string().min(1).max(200).optional(),
-  metadata: z.record(z.string(), z.unknown()).optional(),
+  format: z._default(z.enum(ITEM_FORMATS as ['chat', 'responses']), 'chat'),
+  source: z.optional(z.string().check(z.minLength(1), z.maxLength(200))),
+  metadata: z.optional(z.record(z.string(), z.unknown())),
 });
 
-export const messageInput = z.looseObject({
-  role: z.enum(['system', 'user', 'assistant', 'tool']),
-  content: z.string(),
-  synthetic: z.boolean().optional(),
-});
-
-export const appendMessagesBody = z.strictObject({
-  messages: z.array(messageInput).min(1).max(MAX_MESSAGES_PER_APPEND),
+export const appendBody = z.strictObject({
+  messages: z.array(z.unknown()).check(z.minLength(1), z.maxLength(MAX_MESSAGES_PER_APPEND)),
+  expectedCount: z.optional(z.number().check(z.int(), z.minimum(0))),
 });
 
 export const compressBody = z.strictObject({
-  mode: z.enum(['in_place', 'rotate']).default('in_place'),
-  origin: z.enum(['turn', 'review', 'manual']).default('manual'),
-  keepLast: z.number().int().min(0).max(1000).optional(),
+  mode: z._default(z.enum(['in_place', 'rotate']), 'in_place'),
+  origin: z._default(z.enum(['turn', 'review', 'manual']), 'manual'),
+  keepLast: z.optional(z.number().check(z.int(), z.minimum(0), z.maximum(1000))),
 });
 
+const count = (max: number) => z.pipe(z.string().check(z.regex(/^\d{1,7}$/, 'must be a whole number')), z.transform(Number)).check(z.refine((n) => n >= 1 && n <= max, `must be between 1 and ${max}`));
+
+export const listMessagesQuery = z.strictObject({
+  limit: z.optional(count(MAX_PAGE_ITEMS)),
+  cursor: z.optional(z.string().check(z.minLength(1), z.maxLength(200))),
+  tail: z.optional(count(MAX_PAGE_ITEMS)),
+});
+
+export const DEFAULT_LIMIT = DEFAULT_PAGE_ITEMS;
+
 export type CreateSessionBody = z.infer<typeof createSessionBody>;
-export type AppendMessagesBody = z.infer<typeof appendMessagesBody>;
+export type AppendBody = z.infer<typeof appendBody>;
 export type CompressBody = z.infer<typeof compressBody>;
+export type ListMessagesQuery = z.infer<typeof listMessagesQuery>;
+
+/** `messages[3].role` — the field path as clients write it. */
+export function fieldPath(path: readonly PropertyKey[], root = ''): string {
+  let out = root;
+  for (const p of path) out = typeof p === 'number' ? `${out}[${p}]` : childPath(out, String(p));
+  return out;
+}
+
+/** 400 from the first few zod issues, naming the field of the first. */
+export function invalidRequest(err: z.core.$ZodError, where: string): HttpError {
+  const parts = err.issues.slice(0, 5).map((i) => `${fieldPath(i.path) || where}: ${i.message}`);
+  const first = err.issues[0];
+  return new HttpError(400, 'invalid_request', parts.join('; '), { field: (first && fieldPath(first.path)) || where });
+}
+
+/** An absent body means `{}`; anything sent, including a JSON `null`, must match the schema. */
+export function parseWith<T extends z.ZodMiniType>(schema: T, value: unknown, where: string): z.infer<T> {
+  const r = schema.safeParse(value === undefined ? {} : value);
+  if (!r.success) throw invalidRequest(r.error, where);
+  return r.data;
+}
+
+/** Metadata the store can hold exactly (issue 11): bounded size, depth and key length. */
+export function assertMetadata(metadata: Record<string, unknown>): void {
+  const bytes = Buffer.byteLength(JSON.stringify(metadata), 'utf8');
+  if (bytes > METADATA_MAX_BYTES) throw invalidField('metadata', `is ${bytes} bytes as JSON; the limit is ${METADATA_MAX_BYTES}`);
+  const stack: [unknown, number, string][] = [[metadata, 1, 'metadata']];
+  while (stack.length > 0) {
+    const [v, depth, path] = stack.pop()!;
+    if (typeof v !== 'object' || v === null) continue;
+    if (depth > METADATA_MAX_DEPTH) throw invalidField(path, `nested deeper than ${METADATA_MAX_DEPTH} levels`);
+    if (Array.isArray(v)) {
+      v.forEach((x, i) => stack.push([x, depth + 1, `${path}[${i}]`]));
+      continue;
+    }
+    for (const [k, x] of Object.entries(v)) {
+      if (k.length > METADATA_MAX_KEY_CHARS) throw invalidField(path, `has a key longer than ${METADATA_MAX_KEY_CHARS} characters`);
+      stack.push([x, depth + 1, `${path}.${k}`]);
+    }
+  }
+}

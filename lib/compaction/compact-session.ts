@@ -1,24 +1,39 @@
-// One compaction attempt (SPEC C1-C13, I1-I4): lease, snapshot, engine once, checks, fenced
-// commit. Everything after the lease is acquired runs inside try/finally so the heartbeat
-// and refresher stop and the lease is released whatever happens (I3).
+// One compaction attempt (SPEC C1-C13, I1-I4, P1, P2). Reads straight down: guard → acquire →
+// begin → engine → checks → commit. Everything after the lease is won belongs to an
+// AttemptScope, closed in `finally` whatever happens (I3).
+//
+// Round trips on a rotation's critical path (P1): one Redis round to acquire; one DynamoDB
+// update that issues the fence, records the attempt and marks "started"; the transcript read,
+// with the L6 ownership check (a token-checked extend) running beside it; the commit
+// transaction, which also marks "completed"; one Redis round to release.
 import { Logger } from '@aws-lambda-powertools/logger';
-import { LeaseRefresher, type Lease } from '../lease/index.js';
-import { FenceStaleError, RotationLostError, SessionEndedError } from '../lineage/errors.js';
+import { adapterFor } from '../items/index.js';
+import { estimateItemTokens, loadTokenCounter } from '../items/tokens.js';
+import type { Item } from '../items/types.js';
+import { LeaseRefresher } from '../lease/index.js';
+import {
+  AttemptInFlightError,
+  FenceStaleError,
+  RotationLostError,
+  SessionEndedError,
+  StaleSnapshotError,
+} from '../lineage/errors.js';
 import type { BegunAttempt } from '../lineage/types.js';
-import type { Message } from '../messages.js';
 import { sessionKey } from '../session-ref.js';
+import { AttemptScope, errorText } from './attempt-scope.js';
 import { CommitFence } from './commit-fence.js';
 import { optionsFor } from './engine-options.js';
 import { ActivityHeartbeat } from './heartbeat.js';
 import { restoreHumanAnchor } from './human-anchor.js';
 import { noopReason } from './result-check.js';
-import type {
-  AttemptRefresher,
-  CompactionDeps,
-  CompactionLogger,
-  CompactionOutcome,
-  CompactRequest,
-  SkipReason,
+import {
+  ACTIVITY_LABELS,
+  type CompactionDeps,
+  type CompactionLogger,
+  type CompactionOutcome,
+  type CompactRequest,
+  type NoopReason,
+  type SkipReason,
 } from './types.js';
 
 export const DEFAULT_LEASE_TTL_MS = 30_000;
@@ -28,10 +43,6 @@ let defaultLogger: CompactionLogger | undefined;
 function fallbackLogger(): CompactionLogger {
   defaultLogger ??= new Logger({ serviceName: 'session-lineage', logLevel: 'WARN' });
   return defaultLogger;
-}
-
-function errorText(err: unknown): string {
-  return err instanceof Error ? `${err.name}: ${err.message}` : String(err);
 }
 
 /**
@@ -50,6 +61,7 @@ export async function compactSession(
   const now = deps.now ?? Date.now;
   const ttlMs = deps.leaseTtlMs ?? DEFAULT_LEASE_TTL_MS;
   const marginMs = deps.commitSafetyMarginMs ?? DEFAULT_COMMIT_SAFETY_MARGIN_MS;
+  const fence = control.commitFence ?? new CommitFence();
   const warnings: string[] = [];
   // C12: every warning reaches the caller; a throwing onWarning aborts the attempt (no commit).
   const warn = (w: string): void => {
@@ -57,105 +69,134 @@ export async function compactSession(
     deps.onWarning?.(w);
   };
 
-  // Pre-attempt outcomes have no snapshot yet: report the stored input (a read, never a write).
-  const readInput = async (): Promise<Message[]> => {
+  // C1: only in-process callers that ask get the input back; the read never writes.
+  const inputIfAsked = async (known?: readonly Item[]): Promise<{ items?: Item[] }> => {
+    if (!req.returnInput) return {};
+    if (known) return { items: structuredClone([...known]) };
     try {
-      return await store.readMessages(ref);
+      return { items: await store.readAll(ref) };
     } catch (err) {
-      warn(`could not read the session's messages: ${errorText(err)}`);
-      return [];
+      warn(`could not read the session's items: ${errorText(err)}`);
+      return { items: [] };
     }
   };
+  const skipped = async (reason: SkipReason, sessionId: string, known?: readonly Item[], holder?: string | null): Promise<CompactionOutcome> => ({
+    outcome: 'skipped',
+    reason,
+    sessionId,
+    warnings,
+    ...(holder !== undefined ? { holder } : {}),
+    ...(await inputIfAsked(known)),
+  });
 
   // C13: a review fork never compacts, by rule: no lease, no engine, no write.
   if (req.origin === 'review') {
-    return { outcome: 'disabled', reason: 'review_origin', sessionId: ref.sessionId, messages: await readInput(), warnings };
+    return { outcome: 'disabled', reason: 'review_origin', sessionId: ref.sessionId, warnings, ...(await inputIfAsked()) };
   }
 
+  // L2/P2: one Redis round decides; a loser learns the holder from it and reads nothing else.
   let acquired: Awaited<ReturnType<typeof leaseApi.tryAcquire>>;
   try {
     acquired = await leaseApi.tryAcquire(sessionKey(ref), { ttlMs, holder: req.holder });
   } catch (err) {
     // C2: any lease backend failure fails closed.
     log.warn('compaction skipped: lease backend unavailable', { sessionKey: sessionKey(ref), error: errorText(err) });
-    return skipped('lease_unavailable', ref.sessionId, await readInput());
+    return skipped('lease_unavailable', ref.sessionId);
   }
-  if (!acquired.acquired) {
-    // C1: lost the race; the compressor is never called and nothing is written.
-    return skipped('locked', ref.sessionId, await readInput(), acquired.holder);
-  }
-  const { acquired: _flag, ...lease } = acquired;
-  const held: Lease = lease;
+  if (!acquired.acquired) return skipped('locked', ref.sessionId, undefined, acquired.holder);
 
-  const fence = control.commitFence ?? new CommitFence();
-  let begun: BegunAttempt | undefined;
-  let refresher: AttemptRefresher | undefined;
-  let heartbeat: ActivityHeartbeat | undefined;
-  let committed = false;
+  const { acquired: _won, ...lease } = acquired;
+  const scope = new AttemptScope(lease, { lease: leaseApi, store, log }, ref);
   let failed = true;
   try {
-    const outcome = await attempt();
+    const outcome = await underLease();
     failed = false;
     return outcome;
   } finally {
-    await heartbeat?.stop(failed ? 'failed' : 'completed');
-    try {
-      await refresher?.stop();
-    } catch (err) {
-      log.error('lease refresher failed to stop', { error: errorText(err) });
-    }
-    if (begun && !committed) {
-      try {
-        await store.abandonAttempt(ref, begun.attempt);
-      } catch (err) {
-        log.error('could not abandon the compaction attempt; the sweep will', { error: errorText(err) });
-      }
-    }
-    try {
-      const r = await leaseApi.release(held);
-      if (!r.released) log.warn('lease not released', { sessionKey: held.sessionKey, reason: r.reason });
-    } catch (err) {
-      log.error('lease release failed; it expires with its TTL', { sessionKey: held.sessionKey, error: errorText(err) });
-    }
+    await scope.close(failed);
   }
 
-  function skipped(reason: SkipReason, sessionId: string, messages: Message[], holder?: string | null): CompactionOutcome {
-    return { outcome: 'skipped', reason, sessionId, messages, warnings, ...(holder !== undefined ? { holder } : {}) };
-  }
-
-  async function liveSessionId(known: string | null): Promise<string> {
-    if (known) return known;
-    const chain = await store.lineage(ref);
-    return chain.at(-1)?.sessionId ?? ref.sessionId;
-  }
-
-  async function attempt(): Promise<CompactionOutcome> {
+  async function underLease(): Promise<CompactionOutcome> {
+    let begun: BegunAttempt;
     try {
-      begun = await store.beginAttempt(ref, { holder: held.token, fence: held.fence, leaseExpiresAt: held.expiresAt });
+      begun = await store.beginAttempt(ref, { holder: lease.token, leaseExpiresAt: lease.expiresAt, activityLabel: ACTIVITY_LABELS.started });
     } catch (err) {
       // C4: the lease does not prove the parent is live; an ended parent is adopted, not compacted.
-      if (err instanceof SessionEndedError) {
-        return skipped('adopted', await liveSessionId(err.liveSessionId), await readInput());
-      }
-      if (err instanceof FenceStaleError) return skipped('lease_lost', ref.sessionId, await readInput());
+      if (err instanceof SessionEndedError) return skipped('adopted', err.liveSessionId ?? ref.sessionId);
+      // A holder whose lease expired under it still has a live attempt record: it is compacting.
+      if (err instanceof AttemptInFlightError) return skipped('locked', ref.sessionId, undefined, err.holder);
       throw err;
     }
-    const input = begun.messages;
-    if (begun.session.childSessionId || begun.session.endedAt) {
-      return skipped('adopted', await liveSessionId(begun.session.childSessionId ?? null), input);
-    }
-    const unchanged = (): Message[] => structuredClone(input);
-    if (input.length === 0) return { outcome: 'noop', reason: 'nothing_to_compact', sessionId: ref.sessionId, messages: [], warnings };
+    scope.attempt = begun.attempt;
 
-    refresher = (deps.createRefresher ?? ((o) => new LeaseRefresher(o)))({
+    // L6: prove we still own the lease (the fence was issued after Redis said yes), beside the read (P1).
+    const [owned, input] = await Promise.all([leaseApi.refresh(lease, ttlMs), store.readSnapshot(ref, begun)]);
+    if (!owned.refreshed) return owned.reason === 'no_quorum' ? skipped('lease_unavailable', ref.sessionId) : skipped('lease_lost', ref.sessionId);
+    if (input.length === 0) return noop('nothing_to_compact', []);
+
+    startKeepAlive(begun);
+    if (fence.cancelled) return cancelled(input);
+
+    // C6: exactly one call, only declared options; its errors propagate (finally cleans up).
+    const format = begun.session.format;
+    const adapter = adapterFor(format);
+    const remaining = req.remainingTimeMs;
+    const options = optionsFor(engine, {
+      keepLast: req.keepLast,
+      targetTokens: req.targetTokens,
+      focus: req.focus,
+      signal: AbortSignal.any([scope.refresher!.signal, fence.signal]),
+      deadline: remaining ? now() + remaining() - marginMs : undefined,
+    });
+    // The engine gets its own copy, so an engine that edits in place cannot fake "unchanged".
+    const result = await engine.compress({ format, items: structuredClone(input) }, options);
+    if (!result || !Array.isArray(result.items)) throw new TypeError(`engine ${engine.name} returned no items array`);
+    for (const w of result.warnings ?? []) warn(w);
+
+    if (fence.cancelled) return cancelled(input);
+    if (scope.refresher!.signal.aborted) return skipped('lease_lost', ref.sessionId, input);
+    if (result.aborted) {
+      warn(`engine ${engine.name} aborted the compaction; nothing was written`);
+      return noop('aborted', input);
+    }
+    // C7 on the raw result, then C8, then C7 again: restoring the anchor can rebuild the input.
+    if (result.items.length === 0) return noop('empty_result', input);
+    const anchored = restoreHumanAnchor(result.items, input, adapter).items;
+    const noopWhy = noopReason(input, anchored, await loadTokenCounter(), adapter);
+    if (noopWhy) return noop(noopWhy, input);
+
+    // C9: Lambda cancels itself before commit when too little invocation time is left.
+    if (remaining) {
+      const left = remaining();
+      if (left < marginMs && fence.tryCancel() === 'cancelled') {
+        warn(`not committed: ${left} ms of invocation time left, below the ${marginMs} ms safety margin`);
+        return cancelled(input);
+      }
+    }
+    if (!fence.enterCommit()) return cancelled(input);
+    try {
+      await scope.quiet();
+      return await commit(begun, anchored, adapter);
+    } finally {
+      fence.finishCommit();
+    }
+  }
+
+  /** L5 refresher (its refreshes keep the attempt record's expiry in step) and the C5 heartbeat. */
+  function startKeepAlive(begun: BegunAttempt): void {
+    let recorded = begun.attempt.leaseExpiresAt;
+    scope.refresher = (deps.createRefresher ?? ((o) => new LeaseRefresher(o)))({
       refresh: async () => {
-        const r = await leaseApi.refresh(held, ttlMs);
-        // Keep the attempt record's expiry in step with the lease, so the sweep (S1) never
-        // takes a live, refreshed attempt for an abandoned one.
-        if (r.refreshed && begun) {
-          await store.extendAttempt?.(ref, begun.attempt, r.expiresAt).catch((err: unknown) => {
-            log.warn('could not extend the attempt record', { error: errorText(err) });
-          });
+        const r = await leaseApi.refresh(lease, ttlMs);
+        // The sweep (S1) must never take a live, refreshed attempt for an abandoned one. A refresh
+        // that barely moves the expiry (the first one, right after the ownership check) writes nothing.
+        if (r.refreshed && r.expiresAt - recorded > ttlMs / 4) {
+          await store.extendAttempt(ref, begun.attempt, r.expiresAt).then(
+            (ok) => {
+              if (ok) recorded = r.expiresAt;
+            },
+            (err: unknown) => log.warn('could not extend the attempt record', { error: errorText(err) }),
+          );
         }
         return r.refreshed;
       },
@@ -163,77 +204,48 @@ export async function compactSession(
       ...(deps.refreshIntervalMs !== undefined ? { intervalMs: deps.refreshIntervalMs } : {}),
       onGiveUp: (reason) => log.warn('lease refresher gave up; the attempt will not commit', { reason }),
     });
-    refresher.start();
-    heartbeat = new ActivityHeartbeat((label) => store.touchActivity(ref, label), deps.heartbeatIntervalMs);
-    heartbeat.start();
+    scope.refresher.start();
+    scope.heartbeat = new ActivityHeartbeat((label) => store.touchActivity(ref, label), deps.heartbeatIntervalMs);
+    scope.heartbeat.start();
+  }
 
-    if (fence.cancelled) return cancelled();
-
-    // C6: exactly one call, only declared options; its errors propagate (finally cleans up).
-    const remaining = req.remainingTimeMs;
-    const options = optionsFor(engine, {
-      keepLast: req.keepLast,
-      targetTokens: req.targetTokens,
-      focus: req.focus,
-      signal: AbortSignal.any([refresher.signal, fence.signal]),
-      deadline: remaining ? now() + remaining() - marginMs : undefined,
-    });
-    // The engine gets its own copy, so an engine that edits in place cannot fake "unchanged".
-    const result = await engine.compress(structuredClone(input), options);
-    if (!result || !Array.isArray(result.messages)) throw new TypeError(`engine ${engine.name} returned no messages array`);
-    for (const w of result.warnings ?? []) warn(w);
-
-    if (fence.cancelled) return cancelled();
-    if (refresher.signal.aborted) return skipped('lease_lost', ref.sessionId, unchanged());
-    if (result.aborted) {
-      warn(`engine ${engine.name} aborted the compaction; nothing was written`);
-      return { outcome: 'noop', reason: 'aborted', sessionId: ref.sessionId, messages: unchanged(), warnings };
-    }
-    // C7 on the raw result, then C8, then C7 again: restoring the anchor can rebuild the input.
-    if (result.messages.length === 0) return noop('empty_result');
-    const anchored = restoreHumanAnchor(result.messages, input).messages;
-    const noopWhy = noopReason(input, anchored);
-    if (noopWhy) return noop(noopWhy);
-
-    // C9: Lambda cancels itself before commit when too little invocation time is left.
-    if (remaining) {
-      const left = remaining();
-      if (left < marginMs && fence.tryCancel() === 'cancelled') {
-        warn(`not committed: ${left} ms of invocation time left, below the ${marginMs} ms safety margin`);
-        return cancelled();
-      }
-    }
-    if (!fence.enterCommit()) return cancelled();
+  async function commit(begun: BegunAttempt, compacted: Item[], adapter: ReturnType<typeof adapterFor>): Promise<CompactionOutcome> {
+    const input = {
+      compacted,
+      tokenEstimates: compacted.map((it) => estimateItemTokens(it, adapter)),
+      activityLabel: ACTIVITY_LABELS.completed,
+    };
     try {
-      return await commit(begun, anchored);
-    } finally {
-      fence.finishCommit();
-    }
-
-    function noop(reason: 'empty_result' | 'unchanged' | 'grown'): CompactionOutcome {
-      return { outcome: 'noop', reason, sessionId: ref.sessionId, messages: unchanged(), warnings };
-    }
-    function cancelled(): CompactionOutcome {
-      return { outcome: 'cancelled', sessionId: ref.sessionId, messages: unchanged(), warnings };
+      if (req.mode === 'rotate') {
+        const r = await store.commitRotation(ref, begun, input);
+        scope.committed = true;
+        return { outcome: 'compressed', mode: 'rotate', sessionId: r.child.sessionId, previousSessionId: ref.sessionId, items: r.items, warnings };
+      }
+      const r = await store.commitInPlace(ref, begun, input);
+      scope.committed = true;
+      return {
+        outcome: 'compressed',
+        mode: 'in_place',
+        sessionId: ref.sessionId,
+        previousSessionId: ref.sessionId,
+        items: r.items,
+        warnings,
+        deferred: r.archive,
+      };
+    } catch (err) {
+      // L6 / C4: the store refused a stale or already-rotated commit; report the live session.
+      if (err instanceof RotationLostError || err instanceof SessionEndedError) return skipped('adopted', err.liveSessionId ?? ref.sessionId);
+      if (err instanceof FenceStaleError) return skipped('lease_lost', ref.sessionId);
+      // A6: an item the engine read was popped meanwhile; committing would bring it back.
+      if (err instanceof StaleSnapshotError) return skipped('stale', ref.sessionId);
+      throw err;
     }
   }
 
-  async function commit(b: BegunAttempt, compacted: Message[]): Promise<CompactionOutcome> {
-    try {
-      // The session that lives on: the new child after a rotation, the same session in place.
-      const { sessionId, messages } =
-        req.mode === 'rotate'
-          ? await store.commitRotation(ref, b.attempt, compacted).then((r) => ({ sessionId: r.child.sessionId, messages: r.messages }))
-          : await store.commitInPlace(ref, b.attempt, compacted).then((r) => ({ sessionId: r.session.sessionId, messages: r.messages }));
-      committed = true;
-      return { outcome: 'compressed', mode: req.mode, sessionId, previousSessionId: ref.sessionId, messages, warnings };
-    } catch (err) {
-      // L6 / C4: the store refused a stale or already-rotated commit; report the live session.
-      if (err instanceof RotationLostError || err instanceof SessionEndedError) {
-        return skipped('adopted', await liveSessionId(err.liveSessionId), structuredClone(b.messages));
-      }
-      if (err instanceof FenceStaleError) return skipped('lease_lost', ref.sessionId, structuredClone(b.messages));
-      throw err;
-    }
+  async function noop(reason: NoopReason, input: readonly Item[]): Promise<CompactionOutcome> {
+    return { outcome: 'noop', reason, sessionId: ref.sessionId, warnings, ...(await inputIfAsked(input)) };
+  }
+  async function cancelled(input: readonly Item[]): Promise<CompactionOutcome> {
+    return { outcome: 'cancelled', sessionId: ref.sessionId, warnings, ...(await inputIfAsked(input)) };
   }
 }

@@ -1,9 +1,13 @@
-// Activity heartbeat (SPEC C5): while a compaction runs, the session's activity mark is
-// touched so watchdogs watching it do not mistake a long summarization for a dead agent.
+// Activity heartbeat (SPEC C5): while the compressor runs, the session's activity mark is
+// touched "compaction in progress" every interval, so watchdogs watching it do not mistake a
+// long summarization for a dead agent. The first and last marks ride on writes the attempt makes
+// anyway (P1): "compaction started" on beginAttempt's update, "compaction completed" on the
+// commit transaction (or on the update that clears an attempt that did not commit), "compaction
+// failed" on that update after an error.
 import { ACTIVITY_LABELS } from './types.js';
 
 export const DEFAULT_HEARTBEAT_INTERVAL_MS = 60_000;
-/** stop() waits at most this long per touch, so a hung store cannot hold the attempt (and its lease). */
+/** stop() waits at most this long for a touch in flight, so a hung store cannot hold the attempt (and its lease). */
 export const HEARTBEAT_STOP_WAIT_MS = 5_000;
 
 function bounded(p: Promise<void> | undefined, ms: number): Promise<void> {
@@ -17,9 +21,7 @@ function bounded(p: Promise<void> | undefined, ms: number): Promise<void> {
 
 /** A configured interval that is not a finite positive number falls back to 60 s. */
 export function heartbeatIntervalMs(configured: unknown): number {
-  return typeof configured === 'number' && Number.isFinite(configured) && configured > 0
-    ? configured
-    : DEFAULT_HEARTBEAT_INTERVAL_MS;
+  return typeof configured === 'number' && Number.isFinite(configured) && configured > 0 ? configured : DEFAULT_HEARTBEAT_INTERVAL_MS;
 }
 
 export type Touch = (label: string) => Promise<void> | void;
@@ -40,26 +42,23 @@ export class ActivityHeartbeat {
   start(): void {
     if (this.#running) return;
     this.#running = true;
-    this.#send(ACTIVITY_LABELS.started);
     this.#timer = setInterval(() => this.#send(ACTIVITY_LABELS.inProgress), this.intervalMs);
     // A heartbeat must never keep a process alive on its own.
     this.#timer.unref();
   }
 
-  /** Stops the ticks and writes the final mark; never throws. Idempotent. */
-  async stop(outcome: 'completed' | 'failed'): Promise<void> {
+  /** Stops the ticks and waits (bounded) for one in flight, so the caller's final mark lands last. Never throws. */
+  async stop(): Promise<void> {
     if (!this.#running) return;
     this.#running = false;
     clearInterval(this.#timer);
     this.#timer = undefined;
     await bounded(this.#inFlight, HEARTBEAT_STOP_WAIT_MS);
-    const label = outcome === 'completed' ? ACTIVITY_LABELS.completed : ACTIVITY_LABELS.failed;
-    await bounded(this.#safeTouch(label), HEARTBEAT_STOP_WAIT_MS);
   }
 
   // A tick while the previous touch is still running is skipped, not queued.
   #send(label: string): void {
-    if (this.#inFlight) return;
+    if (this.#inFlight || !this.#running) return;
     this.#inFlight = this.#safeTouch(label).finally(() => {
       this.#inFlight = undefined;
     });

@@ -1,8 +1,8 @@
 // Inputs and outcomes of one compaction attempt (SPEC C1-C13).
 import type { CompressionEngine } from '../compressors/types.js';
 import type { LeaseApi } from '../lease/index.js';
-import type { LineageStore } from '../lineage/types.js';
-import type { Message } from '../messages.js';
+import type { Item } from '../items/types.js';
+import type { LineageStore, StoreTask } from '../lineage/types.js';
 import type { SessionRef } from '../session-ref.js';
 
 export type CompactionMode = 'in_place' | 'rotate';
@@ -21,21 +21,35 @@ export interface CompactRequest {
   targetTokens?: number;
   /** Free-text focus handed to engines that accept `focus` (C6). */
   focus?: string;
+  /**
+   * In-process callers only (C1): answer outcomes other than `compressed` with the session's items
+   * unchanged. HTTP and queue callers already hold the transcript, so they leave this off and
+   * a loser is answered from the lease decision alone (P2).
+   */
+  returnInput?: boolean;
 }
 
-export type SkipReason = 'locked' | 'lease_unavailable' | 'lease_lost' | 'adopted';
+export type SkipReason = 'locked' | 'lease_unavailable' | 'lease_lost' | 'adopted' | 'stale';
 export type NoopReason = 'empty_result' | 'unchanged' | 'grown' | 'aborted' | 'nothing_to_compact';
 
 interface OutcomeBase {
-  /** The session callers should continue on. */
+  /** The session callers should continue on (the live tip when adopted). */
   sessionId: string;
-  /** The input messages unless compressed. */
-  messages: Message[];
+  /** The input items, unchanged: only when the request asked for them (returnInput). */
+  items?: Item[];
   warnings: string[];
 }
 
 export type CompactionOutcome =
-  | (OutcomeBase & { outcome: 'compressed'; mode: CompactionMode; previousSessionId: string })
+  | (Omit<OutcomeBase, 'items'> & {
+      outcome: 'compressed';
+      mode: CompactionMode;
+      previousSessionId: string;
+      /** The live session's items: compacted list + concurrent tail. */
+      items: Item[];
+      /** Work left off the commit path (archiving the replaced generation, P3): the caller runs it in the background. */
+      deferred?: StoreTask;
+    })
   | (OutcomeBase & { outcome: 'skipped'; reason: SkipReason; holder?: string | null })
   | (OutcomeBase & { outcome: 'noop'; reason: NoopReason })
   | (OutcomeBase & { outcome: 'cancelled' })

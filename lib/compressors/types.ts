@@ -1,6 +1,6 @@
 // A compaction engine (SPEC C6): pluggable, called once per attempt with only the
 // options it declares (our equivalent of the seed's signature introspection).
-import type { Message } from '../messages.js';
+import type { Item, ItemFormat } from '../items/types.js';
 
 export interface CompressOptions {
   /** Keep this many most recent turns verbatim. */
@@ -17,8 +17,14 @@ export interface CompressOptions {
 
 export type CompressOptionName = keyof CompressOptions;
 
+/** What an engine compacts: the session's items in its declared format (SPEC A1, A2). */
+export interface Transcript {
+  format: ItemFormat;
+  items: readonly Item[];
+}
+
 export interface CompressResult {
-  messages: Message[];
+  items: Item[];
   /** Human-readable warnings returned to the caller (SPEC C12), e.g. "summarizer failed; fell back". */
   warnings?: string[];
   /** The engine gave up part-way; the attempt reports a warning and writes nothing. */
@@ -29,5 +35,5 @@ export interface CompressionEngine {
   readonly name: string;
   /** Options this engine accepts; anything else is never passed. */
   readonly acceptedOptions: readonly CompressOptionName[];
-  compress(messages: readonly Message[], options: CompressOptions): Promise<CompressResult>;
+  compress(transcript: Transcript, options: CompressOptions): Promise<CompressResult>;
 }

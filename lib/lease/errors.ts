@@ -12,3 +12,14 @@ export class LeaseUnavailableError extends Error {
     super(`lease backend unavailable for ${sessionKey}: no quorum (${nodeErrors.join('; ') || 'no node answered'})`);
   }
 }
+
+/** A Redis node too old for `SET key value NX PX ttl GET` (Redis 7.0), which acquire relies on (SPEC P2). */
+export class RedisVersionError extends Error {
+  override readonly name = 'RedisVersionError';
+  constructor(
+    readonly node: string,
+    readonly version: string,
+  ) {
+    super(`Redis node ${node} runs ${version}; the lease needs Redis >= 7.0 (SET ... NX PX ... GET)`);
+  }
+}

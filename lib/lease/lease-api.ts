@@ -3,11 +3,11 @@
 import type { AcquireResult, Lease, RefreshResult, ReleaseResult } from './types.js';
 
 export interface LeaseApi {
-  /** Never waits: acquired, held by another, or throws LeaseUnavailableError (no quorum). */
+  /** One round, never waits: acquired, held by another (with the holder), or throws LeaseUnavailableError. */
   tryAcquire(sessionKey: string, opts: { ttlMs: number; holder: string }): Promise<AcquireResult>;
-  /** Token-checked extend; never throws for Redis errors (no_quorum). */
+  /** Token-checked quorum extend (also the ownership check of L6); never throws for Redis errors (no_quorum). */
   refresh(lease: Lease, ttlMs?: number): Promise<RefreshResult>;
   /** Token-checked delete; never deletes another holder's key; never throws for Redis errors. */
-  release(lease: Lease): Promise<ReleaseResult>;
+  release(lease: Pick<Lease, 'sessionKey' | 'token'>): Promise<ReleaseResult>;
   holderOf(sessionKey: string): Promise<string | null>;
 }

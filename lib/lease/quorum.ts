@@ -5,13 +5,15 @@ export function quorumSize(nodes: number): number {
   return Math.floor(nodes / 2) + 1;
 }
 
-/** What one node said about an acquire: took it, someone else holds it, or failed. */
-export type NodeVote = { kind: 'for' } | { kind: 'locked' } | { kind: 'error'; error: Error };
+/** What one node said about an acquire: we took it, someone else holds it (their token), or it failed. */
+export type NodeVote = { kind: 'for' } | { kind: 'locked'; holder: string | null } | { kind: 'error'; error: Error };
 
 export interface AcquireTally {
   decision: 'won' | 'locked' | 'unavailable';
-  /** Votes received before the decision (later ones are not waited for). */
-  votes: NodeVote[];
+  /** Votes received before the decision, by node index (later ones are not waited for). */
+  votes: (NodeVote | undefined)[];
+  /** Every node's vote once all have answered; for undoing late "for" votes of a lost round. */
+  settled: Promise<NodeVote[]>;
 }
 
 /**
@@ -23,25 +25,32 @@ export interface AcquireTally {
 export function tallyAcquire(voters: ReadonlyArray<() => Promise<NodeVote>>): Promise<AcquireTally> {
   const n = voters.length;
   const needed = quorumSize(n);
-  const votes: NodeVote[] = [];
+  const votes: (NodeVote | undefined)[] = new Array<NodeVote | undefined>(n).fill(undefined);
+  const all = voters.map((vote, i) =>
+    vote()
+      .catch((err: unknown): NodeVote => ({ kind: 'error', error: err instanceof Error ? err : new Error(String(err)) }))
+      .then((v) => {
+        votes[i] = v;
+        return v;
+      }),
+  );
+  const settled = Promise.all(all);
   return new Promise((resolve) => {
     let decided = false;
-    const onVote = (v: NodeVote) => {
+    const onVote = () => {
       if (decided) return;
-      votes.push(v);
-      const forCount = votes.filter((x) => x.kind === 'for').length;
-      const against = votes.length - forCount;
+      const cast = votes.filter((v): v is NodeVote => v !== undefined);
+      const forCount = cast.filter((x) => x.kind === 'for').length;
+      const against = cast.length - forCount;
       if (forCount >= needed) {
         decided = true;
-        resolve({ decision: 'won', votes: [...votes] });
+        resolve({ decision: 'won', votes: [...votes], settled });
       } else if (against > n - needed) {
         decided = true;
-        const locked = votes.some((x) => x.kind === 'locked');
-        resolve({ decision: locked ? 'locked' : 'unavailable', votes: [...votes] });
+        const locked = cast.some((x) => x.kind === 'locked');
+        resolve({ decision: locked ? 'locked' : 'unavailable', votes: [...votes], settled });
       }
     };
-    for (const vote of voters) {
-      vote().then(onVote, (err: unknown) => onVote({ kind: 'error', error: err instanceof Error ? err : new Error(String(err)) }));
-    }
+    for (const p of all) void p.then(onVote);
   });
 }

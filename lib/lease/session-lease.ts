@@ -1,32 +1,38 @@
-// The per-session Redlock lease (SPEC L1-L4, L6, I3) over @sesamecare-oss/redlock.
+// The per-session Redlock lease (SPEC L1-L4, L6, I3, P2) over @sesamecare-oss/redlock.
 //
 // Why acquire does not call redlock.acquire(): it always stores its own random value,
-// but SPEC L1 requires the Redis value to be OUR token (`${holder}#${nonce}`) so that
-// holderOf() can name the holder. Acquire is therefore `SET key token NX PX ttl` on every
-// node (exactly what redlock's acquire script does for one key, as one atomic command),
-// tallied by the same majority rule as redlock, in a single round (retryCount 0:
-// contention is decided without waiting, SPEC L2). After the fence is issued, one
-// redlock extend re-checks ownership and gives expiresAt (redlock's drift formula).
-// Refresh and release then go through redlock itself: we build a redlock `Lock` whose
-// value is our token and call redlock.extend()/release(), which run redlock's
-// token-checked Lua scripts (extend/delete only if GET == token, SPEC L3) with quorum.
+// but SPEC L1 requires the Redis value to be OUR token (`${holder}#${nonce}`) so a loser
+// can name the holder. Acquire is therefore one round of `SET key token PX ttl NX GET` on
+// every node in parallel (Redis >= 7.0): a node answers nil when it stored our token and the
+// holder's token when the key was taken, so a loser learns "locked" and the holder in that
+// one round (P2). The majority and drift rules are redlock's. A lost round undoes our SET
+// only on the nodes that stored it (token-checked).
+//
+// The fencing number (L6) is issued by the lineage store's first write under the lease; the
+// attempt then proves it still owns the key with one token-checked quorum extend (refresh),
+// which runs beside its transcript read. Refresh and release go through redlock itself: we
+// build a redlock `Lock` whose value is our token and call redlock.extend()/release(), which
+// run redlock's token-checked Lua scripts (extend/delete only if GET == token, SPEC L3).
 // redlock's `using()` is deliberately not used: it keeps retrying on a lost lock.
 import { randomBytes } from 'node:crypto';
 import { ExecutionError, Lock, Redlock, ResourceLockedError, type ExecutionStats } from '@sesamecare-oss/redlock';
 import type { Redis } from 'ioredis';
-import { LeaseUnavailableError } from './errors.js';
+import { LeaseUnavailableError, RedisVersionError } from './errors.js';
 import type { LeaseApi } from './lease-api.js';
 import { quorumSize, tallyAcquire, type NodeVote } from './quorum.js';
-import type { AcquireResult, FenceIssuer, Lease, RefreshResult, ReleaseResult } from './types.js';
+import type { AcquireResult, Lease, RefreshResult, ReleaseResult } from './types.js';
 
 export const DEFAULT_LEASE_KEY_PREFIX = 'lease:session:';
 const DEFAULT_DRIFT_FACTOR = 0.01;
 
+// Delete only if the key still holds our token: one node's share of a token-checked release.
+const DELETE_IF_OURS = "if redis.call('get', KEYS[1]) == ARGV[1] then return redis.call('del', KEYS[1]) else return 0 end";
+
 export interface SessionLeaseOptions {
   clients: Redis[];
-  fenceIssuer: FenceIssuer;
   keyPrefix?: string;
   driftFactor?: number;
+  now?: () => number;
 }
 
 export interface TryAcquireOptions {
@@ -47,19 +53,42 @@ function asError(err: unknown): Error {
   return err instanceof Error ? err : new Error(String(err));
 }
 
+/** One node's answer to `SET key token PX ttl NX GET`. */
+function voteOf(reply: unknown): NodeVote {
+  if (reply === null) return { kind: 'for' };
+  if (typeof reply === 'string') return { kind: 'locked', holder: reply };
+  return { kind: 'error', error: new Error(`unexpected SET reply ${String(reply)}`) };
+}
+
+/**
+ * Fails with RedisVersionError when a reachable node is older than 7.0 (SET NX ... GET is a
+ * syntax error there). Nodes that do not answer are skipped: they count as down until they do.
+ */
+export async function assertRedisVersion(clients: readonly Redis[]): Promise<void> {
+  const infos = await Promise.allSettled(clients.map((c) => c.info('server')));
+  infos.forEach((info, i) => {
+    if (info.status !== 'fulfilled') return;
+    const version = /redis_version:(\d+)\.(\d+)/.exec(info.value);
+    if (version && Number(version[1]) < 7) {
+      const c = clients[i]!;
+      throw new RedisVersionError(`${c.options.host}:${c.options.port}`, `${version[1]}.${version[2]}`);
+    }
+  });
+}
+
 export class SessionLease implements LeaseApi {
   private readonly clients: Redis[];
-  private readonly fenceIssuer: FenceIssuer;
   private readonly keyPrefix: string;
   private readonly driftFactor: number;
+  private readonly now: () => number;
   private readonly redlock: Redlock;
 
   constructor(opts: SessionLeaseOptions) {
     if (opts.clients.length === 0) throw new Error('SessionLease needs at least one Redis client');
     this.clients = [...opts.clients];
-    this.fenceIssuer = opts.fenceIssuer;
     this.keyPrefix = opts.keyPrefix ?? DEFAULT_LEASE_KEY_PREFIX;
     this.driftFactor = opts.driftFactor ?? DEFAULT_DRIFT_FACTOR;
+    this.now = opts.now ?? Date.now;
     this.redlock = new Redlock(this.clients, {
       retryCount: 0,
       driftFactor: this.driftFactor,
@@ -76,68 +105,54 @@ export class SessionLease implements LeaseApi {
     assertTtl(opts.ttlMs);
     const key = this.keyOf(sessionKey);
     const token = newLeaseToken(opts.holder);
+    const started = this.now();
     const tally = await tallyAcquire(
-      this.clients.map((client) => async (): Promise<NodeVote> => {
-        const reply = await client.set(key, token, 'PX', opts.ttlMs, 'NX');
-        if (reply === 'OK') return { kind: 'for' };
-        if (reply === null) return { kind: 'locked' };
-        return { kind: 'error', error: new Error(`unexpected SET reply ${String(reply)}`) };
-      }),
+      this.clients.map((client) => async () => voteOf(await client.set(key, token, 'PX', opts.ttlMs, 'NX', 'GET'))),
     );
-
-    if (tally.decision !== 'won') {
-      // Undo a minority SET (token-checked, so another holder's key is never touched).
-      await this.releaseToken(key, token);
-      if (tally.decision === 'unavailable') {
-        throw new LeaseUnavailableError(
-          sessionKey,
-          tally.votes.flatMap((v) => (v.kind === 'error' ? [v.error.message] : [])),
-        );
-      }
-      return { acquired: false, holder: (await this.readHolder(key, token)).holder };
+    // redlock's validity rule: what is left of the TTL after the round trip and clock drift.
+    const expiresAt = started + opts.ttlMs - (Math.round(opts.ttlMs * this.driftFactor) + 2);
+    if (tally.decision === 'won' && expiresAt > this.now()) {
+      return { acquired: true, sessionKey, token, expiresAt, ttlMs: opts.ttlMs };
     }
-
-    let fence: number;
-    try {
-      fence = await this.fenceIssuer.nextFence(sessionKey);
-    } catch (err) {
-      // I3: a lease must never outlive the attempt that took it.
-      await this.releaseToken(key, token);
-      throw err;
+    await this.undoMinority(key, token, tally.votes, tally.settled);
+    if (tally.decision === 'unavailable') {
+      throw new LeaseUnavailableError(
+        sessionKey,
+        tally.votes.flatMap((v) => (v?.kind === 'error' ? [v.error.message] : [])),
+      );
     }
+    const holder = tally.votes.find((v): v is Extract<NodeVote, { kind: 'locked' }> => v?.kind === 'locked')?.holder ?? null;
+    return { acquired: false, holder };
+  }
 
-    // L6: the key may have expired while nextFence ran (a pause longer than the TTL) and a
-    // newer holder may have taken it with a LOWER fence than ours. Prove we still own the key
-    // (token-checked extend on a quorum) before handing out the fence; otherwise back off.
-    const owned = await this.extendToken(key, token, opts.ttlMs);
-    if (!owned.refreshed) {
-      await this.releaseToken(key, token);
-      if (owned.reason === 'no_quorum') throw new LeaseUnavailableError(sessionKey, owned.nodeErrors);
-      return { acquired: false, holder: (await this.readHolder(key, token)).holder };
+  /**
+   * Undoes our SET where a node stored it, and only there (P2: a clean loss costs no second round).
+   * Votes still outstanding are undone when they arrive, without holding up the answer.
+   */
+  private async undoMinority(
+    key: string,
+    token: string,
+    votes: readonly (NodeVote | undefined)[],
+    settled: Promise<NodeVote[]>,
+  ): Promise<void> {
+    const undo = (i: number) => this.clients[i]!.eval(DELETE_IF_OURS, 1, key, token).catch(() => undefined);
+    await Promise.all(votes.flatMap((v, i) => (v?.kind === 'for' ? [undo(i)] : [])));
+    if (votes.some((v) => v === undefined)) {
+      void settled.then((all) => all.forEach((v, i) => votes[i] === undefined && v.kind === 'for' && void undo(i)));
     }
-    return { acquired: true, sessionKey, token, fence, expiresAt: owned.expiresAt, ttlMs: opts.ttlMs };
   }
 
   async refresh(lease: Lease, ttlMs: number = lease.ttlMs): Promise<RefreshResult> {
     assertTtl(ttlMs);
-    const r = await this.extendToken(this.keyOf(lease.sessionKey), lease.token, ttlMs);
-    return r.refreshed ? r : { refreshed: false, reason: r.reason };
-  }
-
-  /** Token-checked quorum extend (redlock's script): the one way we prove we still own a key. */
-  private async extendToken(
-    key: string,
-    token: string,
-    ttlMs: number,
-  ): Promise<{ refreshed: true; expiresAt: number } | { refreshed: false; reason: 'not_owner' | 'no_quorum'; nodeErrors: string[] }> {
+    const key = this.keyOf(lease.sessionKey);
     try {
-      return { refreshed: true, expiresAt: (await this.redlock.extend(this.lockFor(key, token), ttlMs)).expiration };
+      return { refreshed: true, expiresAt: (await this.redlock.extend(this.lockFor(key, lease.token), ttlMs)).expiration };
     } catch (err) {
-      return { refreshed: false, reason: await this.failureReason(err), nodeErrors: await this.nodeErrors(err) };
+      return { refreshed: false, reason: await this.failureReason(err) };
     }
   }
 
-  async release(lease: Lease): Promise<ReleaseResult> {
+  async release(lease: Pick<Lease, 'sessionKey' | 'token'>): Promise<ReleaseResult> {
     try {
       await this.redlock.release(this.lockFor(this.keyOf(lease.sessionKey), lease.token));
       return { released: true };
@@ -151,9 +166,12 @@ export class SessionLease implements LeaseApi {
    * Throws LeaseUnavailableError when no node answered: "nobody holds it" would be a guess.
    */
   async holderOf(sessionKey: string): Promise<string | null> {
-    const { holder, errors } = await this.readHolder(this.keyOf(sessionKey));
-    if (holder === null && errors.length === this.clients.length) throw new LeaseUnavailableError(sessionKey, errors);
-    return holder;
+    const key = this.keyOf(sessionKey);
+    const values = await Promise.allSettled(this.clients.map((c) => c.get(key)));
+    for (const v of values) if (v.status === 'fulfilled' && v.value !== null) return v.value;
+    const errors = values.flatMap((v) => (v.status === 'rejected' ? [asError(v.reason).message] : []));
+    if (errors.length === this.clients.length) throw new LeaseUnavailableError(sessionKey, errors);
+    return null;
   }
 
   /**
@@ -165,10 +183,6 @@ export class SessionLease implements LeaseApi {
     return new Lock(this.redlock, [key], token, [], Number.MAX_SAFE_INTEGER);
   }
 
-  private async releaseToken(key: string, token: string): Promise<void> {
-    await this.redlock.release(this.lockFor(key, token)).catch(() => undefined);
-  }
-
   /** not_owner only when a majority of nodes answered "value is not our token". */
   private async failureReason(err: unknown): Promise<'not_owner' | 'no_quorum'> {
     if (!(err instanceof ExecutionError)) return 'no_quorum';
@@ -178,21 +192,5 @@ export class SessionLease implements LeaseApi {
     let notOurs = 0;
     for (const e of last.votesAgainst.values()) if (e instanceof ResourceLockedError) notOurs++;
     return notOurs >= quorumSize(last.membershipSize) ? 'not_owner' : 'no_quorum';
-  }
-
-  /** One message per node that voted against (or failed) in redlock's last attempt. */
-  private async nodeErrors(err: unknown): Promise<string[]> {
-    if (!(err instanceof ExecutionError)) return [asError(err).message];
-    const last = (await Promise.all(err.attempts)).at(-1);
-    return last ? [...last.votesAgainst.values()].map((e) => e.message) : [err.message];
-  }
-
-  private async readHolder(key: string, exceptToken?: string): Promise<{ holder: string | null; errors: string[] }> {
-    const values = await Promise.allSettled(this.clients.map((c) => c.get(key)));
-    const errors = values.flatMap((v) => (v.status === 'rejected' ? [asError(v.reason).message] : []));
-    for (const v of values) {
-      if (v.status === 'fulfilled' && v.value !== null && v.value !== exceptToken) return { holder: v.value, errors };
-    }
-    return { holder: null, errors };
   }
 }

@@ -1,4 +1,4 @@
-// Typed store errors; callers map them to outcomes and HTTP statuses.
+// Typed store errors; callers map them to outcomes and HTTP statuses. Store-agnostic.
 export class LineageError extends Error {
   override readonly name: string = 'LineageError';
   readonly retryable: boolean = false;
@@ -18,7 +18,7 @@ export class SessionExistsError extends LineageError {
   }
 }
 
-/** Appending to or compacting a session that has ended; names the live child when known. */
+/** Appending to or compacting a session that has ended; names the live tip of its chain when known (F1, C4). */
 export class SessionEndedError extends LineageError {
   override readonly name = 'SessionEndedError';
   constructor(
@@ -40,6 +40,25 @@ export class FenceStaleError extends LineageError {
   }
 }
 
+/** Another attempt is in flight and its lease has not expired: this one does not begin. */
+export class AttemptInFlightError extends LineageError {
+  override readonly name = 'AttemptInFlightError';
+  constructor(
+    readonly sessionId: string,
+    readonly holder: string,
+  ) {
+    super(`session ${sessionId} has a compaction in flight (${holder})`);
+  }
+}
+
+/** An item the attempt snapshotted was popped (A6): its commit would bring it back. */
+export class StaleSnapshotError extends LineageError {
+  override readonly name = 'StaleSnapshotError';
+  constructor(readonly sessionId: string) {
+    super(`session ${sessionId} changed under the compaction: an item it read was removed`);
+  }
+}
+
 /** Another attempt already rotated the parent (it has a child). */
 export class RotationLostError extends LineageError {
   override readonly name = 'RotationLostError';
@@ -51,22 +70,64 @@ export class RotationLostError extends LineageError {
   }
 }
 
-export class MessageTooLargeError extends LineageError {
-  override readonly name = 'MessageTooLargeError';
+export class ItemTooLargeError extends LineageError {
+  override readonly name = 'ItemTooLargeError';
   constructor(
     readonly index: number,
     readonly bytes: number,
     readonly limit: number,
   ) {
-    super(`message ${index} is ${bytes} bytes; the limit is ${limit}`);
+    super(`item ${index} is ${bytes} bytes stored; the limit is ${limit}`);
   }
 }
 
-/** Throttling / transaction conflicts that outlived our bounded retries. */
+/** A4: the session does not hold the number of items the client expected. */
+export class CountMismatchError extends LineageError {
+  override readonly name = 'CountMismatchError';
+  constructor(
+    readonly sessionId: string,
+    readonly expected: number,
+    readonly messageCount: number,
+  ) {
+    super(`session ${sessionId} holds ${messageCount} items, not the expected ${expected}`);
+  }
+}
+
+/** A3: an Idempotency-Key already used with a different request. */
+export class IdempotencyKeyReusedError extends LineageError {
+  override readonly name = 'IdempotencyKeyReusedError';
+  constructor(readonly key: string) {
+    super('this Idempotency-Key was already used with a different request body');
+  }
+}
+
+/** A5: the cursor points into a generation an in-place compaction has replaced. */
+export class StaleCursorError extends LineageError {
+  override readonly name = 'StaleCursorError';
+  constructor(readonly sessionId: string) {
+    super(`session ${sessionId} was compacted in place since this cursor was issued; page again from the start`);
+  }
+}
+
+/** A chain longer than the store follows when resolving the live tip. */
+export class LineageTooDeepError extends LineageError {
+  override readonly name = 'LineageTooDeepError';
+  constructor(
+    readonly sessionId: string,
+    readonly hops: number,
+  ) {
+    super(`the chain of session ${sessionId} is longer than ${hops} sessions; read GET /sessions/{id}/lineage from a later session`);
+  }
+}
+
+/** Throttling / transaction conflicts / version races that outlived our bounded retries. */
 export class StoreRetryableError extends LineageError {
   override readonly name = 'StoreRetryableError';
   override readonly retryable = true;
-  constructor(message: string, override readonly cause?: unknown) {
+  constructor(
+    message: string,
+    override readonly cause?: unknown,
+  ) {
     super(message);
   }
 }

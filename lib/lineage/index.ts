@@ -1,6 +1,6 @@
-// Public surface of the lineage store.
+// The lineage store contract (store-agnostic). The DynamoDB implementation is lib/lineage/dynamo/store.ts.
 export * from './types.js';
 export * from './errors.js';
-export { DynamoLineageStore, type DynamoLineageStoreOptions } from './dynamo-lineage-store.js';
-export { MAX_MESSAGE_ITEM_BYTES } from './items.js';
-export { sessionPk } from './keys.js';
+export * from './limits.js';
+export { encodeCursor, decodeCursor, InvalidCursorError } from './cursor.js';
+export { asIs, withEstimates } from './prepare.js';

@@ -1,7 +1,6 @@
-// Contract of the lineage store (SPEC I1, I2, I4, L6, C3, C10, C11, S1-S3).
-// Implemented on DynamoDB by dynamo-lineage-store.ts.
-import type { FenceIssuer } from '../lease/types.js';
-import type { Message } from '../messages.js';
+// Contract of the lineage store (SPEC I1, I2, I4, L6, C3, C10, C11, A1-A6, S1-S3, P1-P3).
+// Store-agnostic: the DynamoDB implementation lives in ./dynamo/.
+import type { Item, ItemFormat } from '../items/types.js';
 import type { SessionRef } from '../session-ref.js';
 
 export type EndReason = 'compression';
@@ -15,30 +14,41 @@ export interface ActivityMark {
 export interface AttemptRecord {
   attemptId: string;
   holder: string;
+  /** Issued by beginAttempt: above every fence and generation this session saw (SPEC L6). */
   fence: number;
   startedAt: string;
   /** Epoch ms; past it with no commit, the attempt is abandoned (SPEC S1). */
   leaseExpiresAt: number;
   /** Id the child will get if this attempt rotates; its pending messages live under it. */
   pendingChildId: string;
+  /** Highest sequence in the snapshot; later items are the concurrent tail (SPEC I4). */
+  watermark: number;
 }
 
 export interface SessionRecord {
   tenantId: string;
   sessionId: string;
+  format: ItemFormat;
   source?: string;
   metadata?: Record<string, unknown>;
   createdAt: string;
   parentSessionId?: string;
   childSessionId?: string;
+  /** First session of the chain; absent on the root itself (and on records from before it existed). */
+  rootSessionId?: string;
   endedAt?: string;
   endReason?: EndReason;
+  /** A6: set on a deleted session (only ever seen in a relative's lineage; the session itself answers 404). */
+  deletedAt?: string;
   /** Fence of the newest attempt begun (absent on records written before fencing: SPEC C3). */
   fence?: number;
   generation: number;
+  /** Items in the active generation. */
   messageCount: number;
-  /** Highest message sequence number in the active generation (0 when empty). */
+  /** Highest item sequence number in the active generation (0 when empty); pops never reuse one. */
   lastSeq: number;
+  /** Running token estimate of the active items (lib/items estimateTokens): the after-turn threshold reads it. */
+  tokenEstimate: number;
   lastActivity?: ActivityMark;
   attempt?: AttemptRecord;
 }
@@ -46,37 +56,116 @@ export interface SessionRecord {
 export interface CreateSessionInput {
   tenantId: string;
   sessionId?: string;
+  format?: ItemFormat;
   source?: string;
   metadata?: Record<string, unknown>;
+  /** A3: applied at most once per tenant + key. */
+  idempotency?: IdempotencyInput;
+  /** Builds the response the key remembers. */
+  respond?: (session: SessionRecord) => StoredResponse;
+}
+
+/** An Idempotency-Key and a digest of the request it came with (SPEC A3). */
+export interface IdempotencyInput {
+  key: string;
+  /** Digest of the request body (and anything else that makes two requests "the same"). */
+  requestHash: string;
+}
+
+/** The first response of an idempotent request, kept with its key. */
+export interface StoredResponse {
+  status: number;
+  body: unknown;
+}
+
+/** An append's items, checked against the session's format, with each item's token estimate. */
+export interface PreparedItems {
+  items: readonly Item[];
+  tokenEstimates: readonly number[];
+}
+
+export interface AppendInput {
+  /** Called once with the session as read (its format decides what a valid item is); may throw to refuse. */
+  prepare: (session: SessionRecord) => PreparedItems;
+  /** A4: land only if the session holds exactly this many items; else CountMismatchError. */
+  expectedCount?: number;
+  /** A3: the key's record goes into the same transaction as the items. */
+  idempotency?: IdempotencyInput;
+  /** Builds the response the key remembers, from the session as the append leaves it. */
+  respond?: (session: SessionRecord, appended: number) => StoredResponse;
+}
+
+export type AppendResult =
+  | { replayed: false; session: SessionRecord; appended: number; response?: StoredResponse }
+  | { replayed: true; response: StoredResponse };
+
+export type CreateResult = { replayed: false; session: SessionRecord } | { replayed: true; response: StoredResponse };
+
+/** Where a page read starts: after `afterSeq` of `generation`. Opaque to clients (lib/lineage/cursor.ts). */
+export interface PagePosition {
+  generation: number;
+  afterSeq: number;
+}
+
+export interface PageRequest {
+  /** Items per page (1-1000). */
+  limit: number;
+  /** Response-size budget for the items' JSON (a page stops before it would pass it). */
+  maxBytes: number;
+  from?: PagePosition;
+}
+
+export interface ItemPage {
+  session: SessionRecord;
+  items: Item[];
+  /** Where the next page starts, or null at the end. */
+  next: PagePosition | null;
+}
+
+export interface PopResult {
+  session: SessionRecord;
+  removed: Item | null;
 }
 
 export interface BeginAttemptInput {
   holder: string;
-  fence: number;
   leaseExpiresAt: number;
+  /** Written with the attempt (C5 "compaction started"). */
+  activityLabel: string;
 }
 
 export interface BegunAttempt {
   attempt: AttemptRecord;
+  /** The session as the attempt left it (fence and attempt set). */
   session: SessionRecord;
-  /** Highest sequence included in `messages`; later appends are the concurrent tail (SPEC I4). */
-  watermark: number;
-  /** Active-generation messages up to the watermark: the compressor's input. */
-  messages: Message[];
+  /** The store's concurrency token as of the begin; a commit conditions on it. */
+  version: number;
+  /** Work the begin left for later: leftovers of an expired attempt it replaced. */
+  replaced?: AttemptRecord;
+}
+
+export interface CommitInput {
+  compacted: readonly Item[];
+  /** Token estimate of each compacted item (the tail's estimates come from the store). */
+  tokenEstimates: readonly number[];
+  /** Written by the commit itself (C5 "compaction completed", P1). */
+  activityLabel: string;
 }
 
 export interface RotationCommitted {
   parent: SessionRecord;
   child: SessionRecord;
-  /** Child's messages: compacted list + concurrent tail. */
-  messages: Message[];
+  /** Child's items: compacted list + concurrent tail. */
+  items: Item[];
   tailCarried: number;
 }
 
 export interface InPlaceCommitted {
   session: SessionRecord;
-  messages: Message[];
+  items: Item[];
   tailCarried: number;
+  /** Archiving the replaced generation, left off the commit path (P3): run it in the background; the sweep runs it otherwise. */
+  archive: StoreTask;
 }
 
 export interface ExpiredAttempt {
@@ -84,43 +173,77 @@ export interface ExpiredAttempt {
   attempt: AttemptRecord;
 }
 
+/** Deferred storage work (archive a replaced generation, purge a deleted session), done by the sweep if not sooner. */
+export interface StoreTask {
+  ref: SessionRef;
+  kind: 'archive' | 'purge';
+  generation: number;
+  dueAt: number;
+}
+
 export interface ForkReport {
   parent: SessionRef;
   childSessionIds: string[];
 }
 
-export interface LineageStore extends FenceIssuer {
-  createSession(input: CreateSessionInput): Promise<SessionRecord>;
+export interface SweepPage {
+  attempts: ExpiredAttempt[];
+  tasks: StoreTask[];
+}
+
+export interface LineageStore {
+  createSession(input: CreateSessionInput): Promise<CreateResult>;
   getSession(ref: SessionRef): Promise<SessionRecord | null>;
-  /** Throws SessionNotFoundError / SessionEndedError (names the live child). Never blocked by a lease. */
-  appendMessages(ref: SessionRef, messages: readonly Message[]): Promise<{ session: SessionRecord; appended: number }>;
-  /** Active generation, in order. */
-  readMessages(ref: SessionRef): Promise<Message[]>;
-  /** Root to live tip, following parentSessionId up and childSessionId down. */
+  /**
+   * Appends in one transaction (all or nothing). Throws SessionNotFoundError, SessionEndedError (names the
+   * live tip), CountMismatchError, IdempotencyKeyReusedError, ItemTooLargeError. Never blocked by a lease.
+   */
+  appendItems(ref: SessionRef, input: AppendInput): Promise<AppendResult>;
+  /** One page of the active generation, in order (A5). StaleCursorError when the generation was replaced. */
+  readPage(ref: SessionRef, page: PageRequest): Promise<ItemPage>;
+  /** The latest `limit` items in chronological order (A5 tail), cut to `maxBytes` by dropping the oldest. */
+  readTail(ref: SessionRef, limit: number, maxBytes: number): Promise<{ session: SessionRecord; items: Item[] }>;
+  /** Every active item (in-process callers and tests; the API pages). */
+  readAll(ref: SessionRef): Promise<Item[]>;
+  /** A6: removes the last item; an in-flight attempt that snapshotted it can no longer commit. */
+  popLast(ref: SessionRef): Promise<PopResult>;
+  /** A6: the session answers as not found from now on; its items are purged off the request path. */
+  deleteSession(ref: SessionRef): Promise<void>;
+  /** Root to live tip. */
   lineage(ref: SessionRef): Promise<SessionRecord[]>;
+  /** The live session of the chain `ref` belongs to (C4, F1), in a bounded number of reads. */
+  liveTip(ref: SessionRef): Promise<string | null>;
   children(ref: SessionRef): Promise<SessionRecord[]>;
-  /** Best-effort activity mark (heartbeat, SPEC C5). */
+  /** Best-effort activity mark (heartbeat, SPEC C5); never bumps the version. */
   touchActivity(ref: SessionRef, label: string): Promise<void>;
 
-  /** One conditional update: fence := input.fence (must be newer), attempt recorded; returns the input snapshot. */
-  beginAttempt(ref: SessionRef, input: BeginAttemptInput): Promise<BegunAttempt>;
-  /** SPEC C10: one transaction ends the parent and creates the child; carries the tail. */
-  commitRotation(ref: SessionRef, attempt: AttemptRecord, compacted: readonly Message[]): Promise<RotationCommitted>;
-  /** SPEC C11: new generation, fenced flip, old generation archived with a TTL. */
-  commitInPlace(ref: SessionRef, attempt: AttemptRecord, compacted: readonly Message[]): Promise<InPlaceCommitted>;
-  /** Clears our attempt (if still ours) and deletes any pending child messages. Idempotent. */
-  abandonAttempt(ref: SessionRef, attempt: AttemptRecord): Promise<void>;
   /**
-   * Moves the recorded lease expiry of a still-current attempt (call after a lease refresh), so the sweep
-   * does not clean an attempt whose lease is alive (SPEC S3). False when the attempt is no longer recorded.
-   * Optional so fakes need not implement it.
+   * One conditional update (P1): issues the fence, records the attempt with its watermark and marks
+   * "compaction started". SessionEndedError when the session already has a child (C4).
    */
-  extendAttempt?(ref: SessionRef, attempt: AttemptRecord, leaseExpiresAt: number): Promise<boolean>;
+  beginAttempt(ref: SessionRef, input: BeginAttemptInput): Promise<BegunAttempt>;
+  /** The attempt's snapshot: active items up to its watermark (the compressor's input). */
+  readSnapshot(ref: SessionRef, begun: BegunAttempt): Promise<Item[]>;
+  /** SPEC C10: one transaction ends the parent and creates the child (with its items when they fit); carries the tail. */
+  commitRotation(ref: SessionRef, begun: BegunAttempt, input: CommitInput): Promise<RotationCommitted>;
+  /** SPEC C11: a fenced flip to a new generation; the replaced one is archived off the path (P3). */
+  commitInPlace(ref: SessionRef, begun: BegunAttempt, input: CommitInput): Promise<InPlaceCommitted>;
+  /** Clears our attempt (if still ours) with a final activity mark and deletes what it wrote. Idempotent. */
+  abandonAttempt(ref: SessionRef, attempt: AttemptRecord, activityLabel?: string): Promise<void>;
+  /** Moves the recorded lease expiry of a still-current attempt (after a lease refresh). False when it is gone. */
+  extendAttempt(ref: SessionRef, attempt: AttemptRecord, leaseExpiresAt: number): Promise<boolean>;
+  /** Runs deferred work now (archive after an in-place commit); the sweep does it otherwise. */
+  runTask(task: StoreTask): Promise<number>;
 
-  /** Sweep (SPEC S1-S3): attempts whose lease expired before `now`, via the sparse GSI. */
-  listExpiredAttempts(now: number, limit?: number): Promise<ExpiredAttempt[]>;
-  /** Removes what an expired attempt left (pending child messages) and clears it, if still the same attempt. */
+  /** Sweep (SPEC S1-S3): expired attempts and due tasks, every shard queried, bounded per call. */
+  listSweepWork(now: number, limit: number): Promise<SweepPage>;
+  /** Removes what an expired attempt left and clears it, if it is still the same attempt. */
   cleanExpiredAttempt(expired: ExpiredAttempt): Promise<{ cleaned: boolean; orphanMessagesRemoved: number }>;
-  /** Parents with more than one child (must be none). */
-  findForks(): Promise<ForkReport[]>;
+  /** Parents with more than one child among the rotations since `since` (epoch ms); cost flat in history. */
+  findRecentForks(since: number): Promise<ForkReport[]>;
+  /** Where the last sweep's fork audit got to (epoch ms), or null before the first. */
+  readSweepCheckpoint(): Promise<number | null>;
+  saveSweepCheckpoint(at: number): Promise<void>;
+  /** Every parent with more than one child (operator audit; scans the whole children index). */
+  findAllForks(): Promise<ForkReport[]>;
 }

@@ -1,7 +1,7 @@
 // Bounded exponential backoff with full jitter for DynamoDB's transient errors. The client is
 // built with maxAttempts 1 (lib/clients.ts), so these are the only retries; exhausting them
 // surfaces StoreRetryableError, which callers map to "try again later".
-import { StoreRetryableError } from './errors.js';
+import { StoreRetryableError } from '../errors.js';
 
 export interface RetryOptions {
   /** Total tries, first included. */

@@ -1,6 +1,6 @@
 // BatchWriteItem in 25-item pages, re-sending UnprocessedItems with backoff (bounded).
 import { BatchWriteCommand, type DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
-import { StoreRetryableError } from './errors.js';
+import { StoreRetryableError } from '../errors.js';
 import { backoffDelay, DEFAULT_RETRY, sleep, withRetry, type RetryOptions } from './retry.js';
 
 type WriteRequest = { PutRequest: { Item: Record<string, unknown> } } | { DeleteRequest: { Key: Record<string, unknown> } };

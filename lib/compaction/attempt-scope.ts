@@ -1,0 +1,55 @@
+// What one attempt holds once it won the lease (SPEC I3): the lease, the attempt record, the
+// refresher and the heartbeat. close() gives all of it back, in an order that keeps every rule:
+// the heartbeat's last tick lands before the final mark, the refresher stops before the release,
+// an uncommitted attempt is cleared (with "completed" or "failed") before the lease is free, and
+// nothing that throws on the way can skip the release.
+import type { Lease, LeaseApi } from '../lease/index.js';
+import type { AttemptRecord, LineageStore } from '../lineage/types.js';
+import type { SessionRef } from '../session-ref.js';
+import type { ActivityHeartbeat } from './heartbeat.js';
+import { ACTIVITY_LABELS, type AttemptRefresher, type CompactionLogger } from './types.js';
+
+export function errorText(err: unknown): string {
+  return err instanceof Error ? `${err.name}: ${err.message}` : String(err);
+}
+
+export class AttemptScope {
+  attempt: AttemptRecord | undefined;
+  refresher: AttemptRefresher | undefined;
+  heartbeat: ActivityHeartbeat | undefined;
+  committed = false;
+
+  constructor(
+    readonly lease: Lease,
+    private readonly deps: { lease: LeaseApi; store: LineageStore; log: CompactionLogger },
+    private readonly ref: SessionRef,
+  ) {}
+
+  /** Stops the heartbeat ticks (waiting for one in flight); called before the commit writes its mark. */
+  async quiet(): Promise<void> {
+    await this.heartbeat?.stop();
+  }
+
+  async close(failed: boolean): Promise<void> {
+    const { store, log } = this.deps;
+    await this.quiet();
+    try {
+      await this.refresher?.stop();
+    } catch (err) {
+      log.error('lease refresher failed to stop', { error: errorText(err) });
+    }
+    if (this.attempt && !this.committed) {
+      try {
+        await store.abandonAttempt(this.ref, this.attempt, failed ? ACTIVITY_LABELS.failed : ACTIVITY_LABELS.completed);
+      } catch (err) {
+        log.error('could not clear the compaction attempt; the sweep will', { error: errorText(err) });
+      }
+    }
+    try {
+      const r = await this.deps.lease.release(this.lease);
+      if (!r.released) log.warn('lease not released', { sessionKey: this.lease.sessionKey, reason: r.reason });
+    } catch (err) {
+      log.error('lease release failed; it expires with its TTL', { sessionKey: this.lease.sessionKey, error: errorText(err) });
+    }
+  }
+}

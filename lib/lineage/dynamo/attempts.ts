@@ -1,0 +1,254 @@
+// Compaction attempts on the session record: begin (fence + attempt + "started" in one
+// update, P1), extend, abandon, what a dead attempt left behind (S2), the sweep's work list
+// (S1) and the deferred tasks (archive, purge: P3, A6).
+//
+// Fences (L6) are issued by beginAttempt itself, from the record's own counter, so every fence
+// is above every fence issued before. They are also kept above every generation: in-place
+// generations are numbered by fence, so a stale attempt can never take the live generation
+// for its own. Records from before fencing (C3) get their counter seeded on first use.
+import { randomUUID } from 'node:crypto';
+import type { Item } from '../../items/types.js';
+import type { SessionRef } from '../../session-ref.js';
+import { AttemptInFlightError, SessionEndedError, SessionNotFoundError } from '../errors.js';
+import type { AttemptRecord, BeginAttemptInput, BegunAttempt, ExpiredAttempt, StoreTask, SweepPage } from '../types.js';
+import { toSessionRecord, withDefaults, type MessageItem, type MetaItem, type StoredAttempt, type StoredMeta } from './items.js';
+import {
+  allShards,
+  ATTEMPTS_INDEX,
+  attemptShardOf,
+  generationPrefix,
+  IDEM_PREFIX,
+  META_SK,
+  MSG_PREFIX,
+  parseTaskSk,
+  refOfPk,
+  sessionPk,
+  taskSk,
+} from './keys.js';
+import { liveTipOf } from './links.js';
+import { isConditionFailure } from './retry.js';
+import { oldImageOf, type Key, type Table } from './table.js';
+
+/** Attempt attributes a commit, abandon or cleanup removes. */
+export const ATTEMPT_ATTRS = '#attempt, #attemptShard, #leaseExpiresAt, #attemptWatermark, #seal';
+/** How long after an in-place commit the sweep takes over archiving if the committer's background run did not finish. */
+const ARCHIVE_GRACE_MS = 120_000;
+/** Shard queries one sweep listing runs at once. */
+const SHARD_QUERY_CONCURRENCY = 16;
+
+/** The fence counter is usable: present and at or above the generation (or a fresh record). */
+const FENCE_COUNTER_OK =
+  '((attribute_exists(#fenceCounter) AND #fenceCounter >= #generation) OR attribute_not_exists(#generation) OR ' +
+  '(attribute_not_exists(#fenceCounter) AND #generation = :zero))';
+
+export class Attempts {
+  constructor(private readonly table: Table) {}
+
+  async begin(ref: SessionRef, input: BeginAttemptInput): Promise<BegunAttempt> {
+    const pk = sessionPk(ref);
+    const stored: StoredAttempt = {
+      attemptId: randomUUID(),
+      holder: input.holder,
+      startedAt: this.table.isoNow(),
+      leaseExpiresAt: input.leaseExpiresAt,
+      pendingChildId: randomUUID(),
+    };
+    for (let seeded = false; ; seeded = true) {
+      try {
+        const out = await this.table.update(
+          'begin attempt',
+          ref,
+          {
+            update:
+              'SET #fenceCounter = if_not_exists(#fenceCounter, :zero) + :one, #fence = if_not_exists(#fenceCounter, :zero) + :one, ' +
+              '#attempt = :attempt, #attemptShard = :shard, #leaseExpiresAt = :exp, #attemptWatermark = if_not_exists(#lastSeq, :zero), ' +
+              '#lastActivity = :mark ADD #version :one REMOVE #seal',
+            // A live attempt is never replaced: only one whose lease expired (crashed, or paused past it).
+            condition:
+              'attribute_exists(pk) AND attribute_not_exists(#endedAt) AND attribute_not_exists(#childSessionId) AND ' +
+              `attribute_not_exists(#deletedAt) AND (attribute_not_exists(#attempt) OR #leaseExpiresAt < :now) AND ${FENCE_COUNTER_OK}`,
+          },
+          {
+            ':zero': 0,
+            ':one': 1,
+            ':attempt': stored,
+            ':shard': attemptShardOf(pk, this.table.attemptShards),
+            ':exp': input.leaseExpiresAt,
+            ':mark': { label: input.activityLabel, at: this.table.isoNow() },
+            ':now': this.table.now(),
+          },
+          'ALL_OLD',
+        );
+        // The old image tells what we replaced; the new state follows from the update.
+        if (!out.Attributes) throw new Error('begin attempt: DynamoDB returned no old image');
+        const old = withDefaults(out.Attributes as StoredMeta);
+        const fence = (old.fenceCounter ?? 0) + 1;
+        const attempt: AttemptRecord = { ...stored, fence, watermark: old.lastSeq };
+        const after: MetaItem = { ...old, fence, fenceCounter: fence, attempt, attemptWatermark: old.lastSeq, version: old.version + 1 };
+        return { attempt, session: toSessionRecord(after), version: after.version, ...(old.attempt ? { replaced: old.attempt } : {}) };
+      } catch (err) {
+        if (!isConditionFailure(err)) throw err;
+        const old = oldImageOf(err);
+        if (!old || old.deletedAt) throw new SessionNotFoundError(ref.sessionId);
+        if (old.endedAt || old.childSessionId) throw new SessionEndedError(ref.sessionId, await liveTipOf(this.table, old));
+        if (old.attempt && (old.leaseExpiresAt ?? 0) >= this.table.now()) throw new AttemptInFlightError(ref.sessionId, old.attempt.holder);
+        if (seeded) throw err;
+        await this.seedFenceCounter(ref);
+      }
+    }
+  }
+
+  /** C3: lift a pre-fencing record's counter to its generation, so the next fence is above it. */
+  private async seedFenceCounter(ref: SessionRef): Promise<void> {
+    await this.table.updateIf(
+      'seed fence',
+      ref,
+      {
+        update: 'SET #fenceCounter = #generation',
+        condition: 'attribute_exists(#generation) AND (attribute_not_exists(#fenceCounter) OR #fenceCounter < #generation)',
+      },
+      {},
+    );
+  }
+
+  async snapshot(ref: SessionRef, begun: BegunAttempt): Promise<Item[]> {
+    return this.table.readItems(sessionPk(ref), begun.session.generation, 1, begun.attempt.watermark);
+  }
+
+  extend(ref: SessionRef, attempt: AttemptRecord, leaseExpiresAt: number): Promise<boolean> {
+    return this.table.updateIf(
+      'extend attempt',
+      ref,
+      { update: 'SET #leaseExpiresAt = :exp, #attempt.#leaseExpiresAt = :exp', condition: '#attempt.#attemptId = :aid' },
+      { ':exp': leaseExpiresAt, ':aid': attempt.attemptId },
+    );
+  }
+
+  /** Removes the attempt record if it is still this attempt, with a final activity mark. True when it was. */
+  clear(ref: SessionRef, attempt: AttemptRecord, activityLabel?: string): Promise<boolean> {
+    return this.table.updateIf(
+      'clear attempt',
+      ref,
+      {
+        update: `${activityLabel ? 'SET #lastActivity = :mark ' : ''}REMOVE ${ATTEMPT_ATTRS}`,
+        condition: '#attempt.#attemptId = :aid',
+      },
+      { ':aid': attempt.attemptId, ':mark': { label: activityLabel, at: this.table.isoNow() } },
+    );
+  }
+
+  /**
+   * Deletes what an attempt that can no longer commit wrote: its pending child's items (only while
+   * no child META exists) and its unflipped in-place generation. Safe against a commit of the same
+   * attempt: callers get here once the attempt record is gone or replaced, and commits require it.
+   */
+  async removeLeftovers(ref: SessionRef, attempt: AttemptRecord): Promise<number> {
+    const meta = await this.table.getMeta(ref);
+    if (meta?.attempt?.attemptId === attempt.attemptId) return 0;
+    let removed = await this.removePendingChild(ref, attempt.pendingChildId);
+    // Fences are unique and above every generation, so a generation numbered by this attempt's
+    // fence is its own; unless it is the active one, it is leftover.
+    if (meta && attempt.fence !== meta.generation) {
+      const keys = await this.table.keysWithPrefix(sessionPk(ref), generationPrefix(attempt.fence));
+      await this.table.deleteAll(keys);
+      removed += keys.length;
+    }
+    return removed;
+  }
+
+  private async removePendingChild(ref: SessionRef, pendingChildId: string): Promise<number> {
+    const childRef = { tenantId: ref.tenantId, sessionId: pendingChildId };
+    if (await this.table.getMeta(childRef)) return 0;
+    const keys = await this.table.keysWithPrefix(sessionPk(childRef), MSG_PREFIX);
+    await this.table.deleteAll(keys);
+    return keys.length;
+  }
+
+  async cleanExpired(expired: ExpiredAttempt): Promise<{ cleaned: boolean; orphanMessagesRemoved: number }> {
+    const cleaned = await this.clear(expired.ref, expired.attempt, 'compaction failed');
+    // Even when the attempt was replaced, its leftovers are garbage: it can no longer commit.
+    const orphanMessagesRemoved = await this.removeLeftovers(expired.ref, expired.attempt);
+    return { cleaned, orphanMessagesRemoved };
+  }
+
+  /** The archive task an in-place commit writes in its own transaction (P3). */
+  archiveTask(ref: SessionRef, generation: number): { item: Record<string, unknown>; task: StoreTask } {
+    const pk = sessionPk(ref);
+    const dueAt = this.table.now() + ARCHIVE_GRACE_MS;
+    return {
+      item: { pk, sk: taskSk('archive', generation), kind: 'archive', generation, attemptShard: attemptShardOf(pk, this.table.attemptShards), leaseExpiresAt: dueAt },
+      task: { ref, kind: 'archive', generation, dueAt },
+    };
+  }
+
+  /**
+   * Archive: the replaced generation's items get the retention TTL (C11). Purge: a deleted
+   * session's items, idempotency records and a pending child's items are removed (A6). The task
+   * item goes last, so a run that dies is simply run again. Returns the items touched.
+   */
+  async runTask(task: StoreTask, retentionSeconds: number): Promise<number> {
+    const pk = sessionPk(task.ref);
+    let touched = 0;
+    if (task.kind === 'archive') {
+      const meta = await this.table.getMeta(task.ref);
+      // Never put a TTL on the live generation (a task for it can only be a bug or a stale replay).
+      if (meta && meta.generation !== task.generation) {
+        const { items } = await this.table.queryRange(pk, task.generation, 0, Number.MAX_SAFE_INTEGER);
+        const expiresAt = Math.floor(this.table.now() / 1000) + retentionSeconds;
+        await this.table.putAll(items.map((it: MessageItem) => ({ ...it, expiresAt })));
+        touched = items.length;
+      }
+    } else {
+      const record = await this.table.getItem<{ pendingChildId?: string }>({ pk, sk: taskSk('purge', 0) });
+      const keys: Key[] = [...(await this.table.keysWithPrefix(pk, MSG_PREFIX)), ...(await this.table.keysWithPrefix(pk, IDEM_PREFIX))];
+      await this.table.deleteAll(keys);
+      touched = keys.length + (record?.pendingChildId ? await this.removePendingChild(task.ref, record.pendingChildId) : 0);
+    }
+    await this.table.deleteAll([{ pk, sk: taskSk(task.kind, task.generation) }]);
+    return touched;
+  }
+
+  /**
+   * Expired attempts and due tasks from every shard of attemptsByExpiry, queried in parallel
+   * (bounded), the page filled round-robin so a shard whose entries keep being skipped (a lease
+   * still held) never starves the others (S1).
+   */
+  async listSweepWork(now: number, limit: number): Promise<SweepPage> {
+    const shards = allShards('A', this.table.attemptShards);
+    const perShard: Key[][] = new Array<Key[]>(shards.length);
+    for (let i = 0; i < shards.length; i += SHARD_QUERY_CONCURRENCY) {
+      await Promise.all(
+        shards.slice(i, i + SHARD_QUERY_CONCURRENCY).map(async (shard, j) => {
+          perShard[i + j] = await this.table.queryIndex<Key>(
+            {
+              IndexName: ATTEMPTS_INDEX,
+              KeyConditionExpression: '#s = :s AND #e < :now',
+              ExpressionAttributeNames: { '#s': 'attemptShard', '#e': 'leaseExpiresAt' },
+              ExpressionAttributeValues: { ':s': shard, ':now': now },
+            },
+            limit,
+          );
+        }),
+      );
+    }
+    const keys: Key[] = [];
+    for (let i = 0; keys.length < limit && perShard.some((items) => i < items.length); i++) {
+      for (const items of perShard) if (i < items.length && keys.length < limit) keys.push(items[i]!);
+    }
+    const tasks: StoreTask[] = [];
+    const metaKeys: Key[] = [];
+    for (const key of keys) {
+      if (key.sk === META_SK) metaKeys.push(key);
+      const t = parseTaskSk(key.sk);
+      if (t) tasks.push({ ref: refOfPk(key.pk), ...t, dueAt: now });
+    }
+    // The index is eventually consistent: confirm each attempt on the record itself.
+    const attempts: ExpiredAttempt[] = [];
+    for (const meta of await this.table.batchGetMetas(metaKeys)) {
+      if (meta.attempt && (meta.leaseExpiresAt ?? meta.attempt.leaseExpiresAt) < now) {
+        attempts.push({ ref: { tenantId: meta.tenantId, sessionId: meta.sessionId }, attempt: meta.attempt });
+      }
+    }
+    return { attempts, tasks };
+  }
+}

@@ -1,0 +1,389 @@
+// The fenced commit (SPEC C10, C11, I1, I4, L6, P1, P3): one loop, two strategies.
+//
+// A round builds the new transcript (compacted items + the concurrent tail read so far) and
+// sends ONE transaction: the session record's update, conditioned on "not ended, no child, not
+// deleted, fence = ours, attempt = ours, not made stale by a pop, version unchanged since we
+// looked", plus the strategy's other writes (rotation: the child's record, the root's tip
+// pointer; in place: the archive task) and, whenever they fit, the items themselves. Items that
+// do not fit in one transaction are written first under keys nobody reads yet (a child without
+// a record, a generation that is not active), and removed if the commit fails.
+//
+// A failed version condition hands back the record's current state, so the next round reads
+// only the new tail. Under sustained appends (issue 11: 8 writers at 10/s each) a plain retry
+// can lose forever, so from the second round on the attempt raises a seal: a record field,
+// expiring in SEAL_MS, that makes appends and pops wait (they poll; it lasts one round trip).
+// With the seal up the version holds still, so the sealed round commits. This keeps I4 (every
+// append lands: before the seal, in the tail we carry; during it, after it, on the new
+// generation or as a 409 that names the new child) and bounds a commit to about three rounds.
+import type { Item } from '../../items/types.js';
+import type { SessionRef } from '../../session-ref.js';
+import {
+  FenceStaleError,
+  LineageError,
+  RotationLostError,
+  SessionEndedError,
+  SessionNotFoundError,
+  StaleSnapshotError,
+  StoreRetryableError,
+} from '../errors.js';
+import { toSessionRecord, withDefaults, type MessageItem, type MetaItem, type StoredMeta } from './items.js';
+import type { AttemptRecord, BegunAttempt, CommitInput, InPlaceCommitted, RotationCommitted, StoreTask } from '../types.js';
+import { ATTEMPT_ATTRS, type Attempts } from './attempts.js';
+import { messageSk, metaKey, rotationShardOf, sessionPk } from './keys.js';
+import { liveTipOf } from './links.js';
+import { versionCondition } from './sessions.js';
+import { isConditionFailure } from './retry.js';
+import { conditionFailedAt, oldImageOf, withoutUndefined, type Table, type TransactItem } from './table.js';
+
+/** Rounds before a commit gives up as retryable; the seal makes the third one final in practice. */
+const MAX_COMMIT_ROUNDS = 6;
+/** How long a seal holds appends back at most (it is lifted by the commit, milliseconds later). */
+export const SEAL_MS = 3_000;
+/** DynamoDB's transaction limits: 100 entries, 4 MB (less headroom for the record updates). */
+const TX_MAX_ENTRIES = 100;
+const TX_MAX_BYTES = 3_800_000;
+
+/** What differs between a rotation and an in-place commit. */
+interface Strategy<R> {
+  what: string;
+  /** pk and generation the new transcript is written under. */
+  targetPk: string;
+  targetGeneration: number;
+  /** Transaction entries besides the items: [0] is always the session record's update. */
+  entries(meta: MetaItem, count: number, tokens: number, at: string): TransactItem[];
+  /** The old image shows this very commit (a response lost after it went through). */
+  isOurs(meta: MetaItem): boolean;
+  /** A rotation's refusal of an already-rotated parent is RotationLostError; in place it is "ended". */
+  rotated(sessionId: string, live: string | null): LineageError;
+  result(meta: MetaItem, items: Item[], tail: number, tokens: number, at: string): R;
+  /** The committed state, when the old image says we already committed. */
+  alreadyCommitted(meta: MetaItem): Promise<R>;
+}
+
+export class Commits {
+  constructor(
+    private readonly table: Table,
+    private readonly attempts: Attempts,
+  ) {}
+
+  rotate(ref: SessionRef, begun: BegunAttempt, input: CommitInput): Promise<RotationCommitted> {
+    const { attempt, session } = begun;
+    const parentPk = sessionPk(ref);
+    const childRef = { tenantId: ref.tenantId, sessionId: attempt.pendingChildId };
+    const childPk = sessionPk(childRef);
+    const rootId = session.rootSessionId ?? session.sessionId;
+    let withRoot = rootId !== session.sessionId;
+    const childOf = (meta: MetaItem, count: number, tokens: number, at: string): MetaItem => ({
+      ...metaKey(childRef),
+      ...childRef,
+      format: meta.format ?? 'chat',
+      source: meta.source,
+      metadataJson: meta.metadataJson ?? (meta.metadata === undefined ? undefined : JSON.stringify(meta.metadata)),
+      createdAt: at,
+      parentSessionId: ref.sessionId,
+      rootSessionId: rootId,
+      parentKey: parentPk,
+      rotationShard: rotationShardOf(childPk, this.table.rotationShards),
+      createdByAttempt: attempt.attemptId,
+      generation: 0,
+      fenceCounter: 0,
+      messageCount: count,
+      lastSeq: count,
+      tokenEstimate: tokens,
+      lastActivity: { label: input.activityLabel, at },
+      version: 1,
+    });
+    const strategy: Strategy<RotationCommitted> = {
+      what: 'commit rotation',
+      targetPk: childPk,
+      targetGeneration: 0,
+      entries: (meta, count, tokens, at) => {
+        const child = childOf(meta, count, tokens, at);
+        const entries = [
+          this.table.metaUpdate(
+            ref,
+            {
+              update:
+                'SET #endedAt = :at, #endReason = :reason, #childSessionId = :child, #tipSessionId = :child, #lastActivity = :mark ' +
+                `ADD #version :one REMOVE ${ATTEMPT_ATTRS}`,
+              condition: commitCondition(meta),
+            },
+            {
+              ':at': at,
+              ':reason': 'compression',
+              ':child': childRef.sessionId,
+              ':mark': { label: input.activityLabel, at },
+              ...commitValues(meta, attempt),
+            },
+          ),
+          this.table.put(child, 'attribute_not_exists(pk)'),
+        ];
+        // The root learns the newest tip in the same transaction (links.ts resolves tips through it).
+        if (withRoot) {
+          entries.push(
+            this.table.metaUpdate(
+              { tenantId: ref.tenantId, sessionId: rootId },
+              { update: 'SET #tipSessionId = :child', condition: 'attribute_exists(pk)' },
+              { ':child': childRef.sessionId },
+            ),
+          );
+        }
+        return entries;
+      },
+      isOurs: (meta) => meta.childSessionId === attempt.pendingChildId,
+      rotated: (id, live) => new RotationLostError(id, live),
+      result: (meta, items, tail, tokens, at) => ({
+        parent: toSessionRecord({ ...meta, endedAt: at, endReason: 'compression', childSessionId: childRef.sessionId, attempt: undefined }),
+        child: toSessionRecord(childOf(meta, items.length, tokens, at)),
+        items,
+        tailCarried: tail,
+      }),
+      alreadyCommitted: async (meta) => {
+        const child = await this.table.requireMeta(childRef);
+        const items = await this.table.readItems(childPk, 0, 1, child.lastSeq);
+        return { parent: toSessionRecord(meta), child: toSessionRecord(child), items, tailCarried: Math.max(0, items.length - input.compacted.length) };
+      },
+    };
+    return this.run(ref, begun, input, strategy, (err) => {
+      // A root record that is gone (legacy data) must not block the rotation: drop its update and go again.
+      if (withRoot && conditionFailedAt(err, 2) && !conditionFailedAt(err, 0)) {
+        withRoot = false;
+        return true;
+      }
+      return false;
+    });
+  }
+
+  inPlace(ref: SessionRef, begun: BegunAttempt, input: CommitInput): Promise<InPlaceCommitted> {
+    const { attempt, session } = begun;
+    const pk = sessionPk(ref);
+    const replaced = session.generation;
+    // Numbered by fence (above every generation, see attempts.ts), so no two attempts share one.
+    const generation = attempt.fence > replaced ? attempt.fence : replaced + 1;
+    const archive = this.attempts.archiveTask(ref, replaced);
+    const strategy: Strategy<InPlaceCommitted> = {
+      what: 'commit in place',
+      targetPk: pk,
+      targetGeneration: generation,
+      entries: (meta, count, tokens, at) => [
+        this.table.metaUpdate(
+          ref,
+          {
+            update:
+              'SET #generation = :gen, #lastSeq = :count, #messageCount = :count, #tokenEstimate = :tok, #lastActivity = :mark ' +
+              `ADD #version :one REMOVE ${ATTEMPT_ATTRS}`,
+            condition: commitCondition(meta),
+          },
+          { ':gen': generation, ':count': count, ':tok': tokens, ':mark': { label: input.activityLabel, at }, ...commitValues(meta, attempt) },
+        ),
+        // P3: the replaced generation is archived later, by us in the background or by the sweep.
+        this.table.put(archive.item),
+      ],
+      isOurs: (meta) => meta.generation === generation && meta.attempt?.attemptId !== attempt.attemptId && !meta.endedAt,
+      rotated: (id, live) => new SessionEndedError(id, live),
+      result: (meta, items, tail, tokens, at) => ({
+        session: toSessionRecord({
+          ...meta,
+          generation,
+          lastSeq: items.length,
+          messageCount: items.length,
+          tokenEstimate: tokens,
+          lastActivity: { label: input.activityLabel, at },
+          version: meta.version + 1,
+          attempt: undefined,
+        }),
+        items,
+        tailCarried: tail,
+        archive: archive.task,
+      }),
+      alreadyCommitted: async (meta) => {
+        const items = await this.table.readItems(pk, generation, 1, meta.lastSeq);
+        return { session: toSessionRecord(meta), items, tailCarried: Math.max(0, items.length - input.compacted.length), archive: archive.task };
+      },
+    };
+    return this.run(ref, begun, input, strategy, () => false);
+  }
+
+  private async run<R>(
+    ref: SessionRef,
+    begun: BegunAttempt,
+    input: CommitInput,
+    s: Strategy<R>,
+    retryWithout: (err: unknown) => boolean,
+  ): Promise<R> {
+    const { attempt } = begun;
+    const parentPk = sessionPk(ref);
+    let meta: MetaItem = { ...metaFromBegun(begun) };
+    let tail: MessageItem[] = [];
+    let sealed = false;
+    let preWritten = 0;
+    try {
+      for (let round = 0; round < MAX_COMMIT_ROUNDS; round++) {
+        const at = this.table.isoNow();
+        const stored = this.newTranscript(s, input, tail);
+        const tokens = stored.reduce((sum, m) => sum + (m.tokens ?? 0), 0);
+        const fixed = s.entries(meta, stored.length, tokens, at);
+        const bytes = stored.reduce((sum, m) => sum + m.body.length + 200, 0);
+        const inline = fixed.length + stored.length <= TX_MAX_ENTRIES && bytes <= TX_MAX_BYTES;
+        if (!inline && preWritten < stored.length) {
+          // Too big for one transaction: the items go first, under keys nobody reads until the flip.
+          await this.table.putAll(stored.slice(preWritten));
+          preWritten = stored.length;
+        }
+        try {
+          await this.table.transact(s.what, inline ? [...fixed, ...stored.map((m) => this.table.put(m))] : fixed);
+          return s.result(meta, [...input.compacted, ...tail.map(parse)], tail.length, tokens, at);
+        } catch (err) {
+          if (retryWithout(err)) continue;
+          const current = await this.afterFailure(err, ref);
+          if (s.isOurs(current)) return await s.alreadyCommitted(current);
+          await this.assertCommittable(current, ref, attempt, s);
+          // Only the version moved (appends or pops after our snapshot): read the new tail and go again.
+          if (round >= 1 && !sealed) {
+            meta = await this.seal(ref, attempt);
+            sealed = true;
+          } else {
+            meta = current;
+          }
+          tail = (await this.table.queryRange(parentPk, meta.generation, attempt.watermark + 1, meta.lastSeq)).items;
+        }
+      }
+      throw new StoreRetryableError(`${s.what} on ${ref.sessionId}: the session kept changing`);
+    } catch (err) {
+      await this.discard(ref, attempt, s, preWritten, sealed);
+      throw err;
+    }
+  }
+
+  /** Compacted items at seq 1..k, then the tail, all under the target's keys. */
+  private newTranscript<R>(s: Strategy<R>, input: CommitInput, tail: MessageItem[]): MessageItem[] {
+    const compacted = input.compacted.map((item, i) => ({
+      pk: s.targetPk,
+      sk: messageSk(s.targetGeneration, i + 1),
+      generation: s.targetGeneration,
+      seq: i + 1,
+      body: JSON.stringify(item),
+      tokens: input.tokenEstimates[i] ?? 0,
+    }));
+    const k = compacted.length;
+    return [
+      ...compacted,
+      ...tail.map((m, i) => ({ pk: s.targetPk, sk: messageSk(s.targetGeneration, k + i + 1), generation: s.targetGeneration, seq: k + i + 1, body: m.body, tokens: m.tokens ?? 0 })),
+    ];
+  }
+
+  /**
+   * What a failed commit means. A condition failure carries the record's state. Any other
+   * service error is definite (nothing was written). A transport error is not: the record says
+   * whether our transaction went through.
+   */
+  private async afterFailure(err: unknown, ref: SessionRef): Promise<MetaItem> {
+    if (conditionFailedAt(err, 0)) {
+      const seen = oldImageOf(err, 0);
+      if (seen) return seen;
+    } else if (isConditionFailure(err) || isServiceError(err) || err instanceof LineageError) {
+      throw err;
+    }
+    const meta = await this.table.getMeta(ref);
+    if (!meta) throw new SessionNotFoundError(ref.sessionId);
+    return meta;
+  }
+
+  /** Typed refusal unless `attempt` is still the session's live, newest, fresh attempt. */
+  private async assertCommittable<R>(meta: MetaItem, ref: SessionRef, attempt: AttemptRecord, s: Strategy<R>): Promise<void> {
+    if (meta.deletedAt) throw new SessionNotFoundError(ref.sessionId);
+    if (meta.childSessionId) throw s.rotated(ref.sessionId, await liveTipOf(this.table, meta));
+    if (meta.endedAt) throw new SessionEndedError(ref.sessionId, await liveTipOf(this.table, meta));
+    // Fence moved (L6), or our attempt was abandoned / swept (S1): either way we may not commit.
+    if (meta.fence !== attempt.fence || meta.attempt?.attemptId !== attempt.attemptId) {
+      throw new FenceStaleError(ref.sessionId, attempt.fence);
+    }
+    if (meta.attempt.stale) throw new StaleSnapshotError(ref.sessionId);
+  }
+
+  /** Puts up the seal (our attempt only) and returns the record as it stands under it. */
+  private async seal(ref: SessionRef, attempt: AttemptRecord): Promise<MetaItem> {
+    try {
+      const out = await this.table.update(
+        'seal for commit',
+        ref,
+        { update: 'SET #seal = :seal', condition: '#attempt.#attemptId = :aid AND #fence = :fence' },
+        { ':seal': { attemptId: attempt.attemptId, until: this.table.now() + SEAL_MS }, ':aid': attempt.attemptId, ':fence': attempt.fence },
+        'ALL_NEW',
+      );
+      return toMetaItem(out.Attributes);
+    } catch (err) {
+      if (!isConditionFailure(err)) throw err;
+      throw new FenceStaleError(ref.sessionId, attempt.fence);
+    }
+  }
+
+  /** After a failed commit: our pre-written items go, the seal comes down; the attempt record is the caller's. */
+  private async discard<R>(ref: SessionRef, attempt: AttemptRecord, s: Strategy<R>, preWritten: number, sealed: boolean): Promise<void> {
+    try {
+      if (sealed) {
+        await this.table.updateIf('lift seal', ref, { update: 'REMOVE #seal', condition: '#seal.#attemptId = :aid' }, { ':aid': attempt.attemptId });
+      }
+      if (preWritten > 0) {
+        const meta = await this.table.getMeta(ref);
+        // Only while the items are still unreachable: a child without a record, a generation not active.
+        if (!meta || !s.isOurs(meta)) {
+          await this.table.deleteAll(Array.from({ length: preWritten }, (_, i) => ({ pk: s.targetPk, sk: messageSk(s.targetGeneration, i + 1) })));
+        }
+      }
+    } catch (err) {
+      // The sweep removes what is left (S1/S2); the caller gets the original error.
+      this.table.warn(`cleanup after a failed commit on ${ref.sessionId} failed: ${String(err)}`);
+    }
+  }
+}
+
+/** C10/C11/L6/A6: live, no child, not deleted, our fence, our attempt, not stale, version unchanged. */
+function commitCondition(meta: MetaItem): string {
+  return (
+    'attribute_exists(pk) AND attribute_not_exists(#endedAt) AND attribute_not_exists(#childSessionId) AND ' +
+    'attribute_not_exists(#deletedAt) AND #fence = :fence AND #attempt.#attemptId = :aid AND ' +
+    `attribute_not_exists(#attempt.#stale) AND ${versionCondition(meta)}`
+  );
+}
+
+function commitValues(meta: MetaItem, attempt: AttemptRecord): Record<string, unknown> {
+  return { ':fence': attempt.fence, ':aid': attempt.attemptId, ':v': meta.version, ':one': 1 };
+}
+
+/** The record as beginAttempt left it (what the first round conditions on). */
+function metaFromBegun(begun: BegunAttempt): MetaItem {
+  const s = begun.session;
+  return withoutUndefined({
+    ...metaKey(s),
+    tenantId: s.tenantId,
+    sessionId: s.sessionId,
+    format: s.format,
+    source: s.source,
+    metadataJson: s.metadata === undefined ? undefined : JSON.stringify(s.metadata),
+    createdAt: s.createdAt,
+    parentSessionId: s.parentSessionId,
+    rootSessionId: s.rootSessionId,
+    fence: begun.attempt.fence,
+    generation: s.generation,
+    messageCount: s.messageCount,
+    lastSeq: s.lastSeq,
+    tokenEstimate: s.tokenEstimate,
+    attempt: begun.attempt,
+    version: begun.version,
+  }) as MetaItem;
+}
+
+function toMetaItem(attributes: Record<string, unknown> | undefined): MetaItem {
+  if (!attributes) throw new Error('DynamoDB returned no item');
+  return withDefaults(attributes as unknown as StoredMeta);
+}
+
+function parse(m: MessageItem): Item {
+  return JSON.parse(m.body) as Item;
+}
+
+function isServiceError(err: unknown): boolean {
+  return typeof err === 'object' && err !== null && '$fault' in err;
+}
+

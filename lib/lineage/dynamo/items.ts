@@ -1,0 +1,182 @@
+// Item shapes stored in the table and their conversion to the store's records.
+import type { Item, ItemFormat } from '../../items/types.js';
+import { ItemTooLargeError } from '../errors.js';
+import { MAX_ITEM_BYTES } from '../limits.js';
+import type { ActivityMark, AttemptRecord, EndReason, SessionRecord } from '../types.js';
+import { messageSk } from './keys.js';
+
+/** A short write barrier an attempt puts up when appends keep outrunning its commit (lib/lineage/dynamo/commit.ts). */
+export interface Seal {
+  attemptId: string;
+  /** Epoch ms; an expired seal is ignored by everyone. */
+  until: number;
+}
+
+/**
+ * The session META item. Fields marked "legacy" may be absent on records written by older code
+ * (SPEC C3); readMeta fills their defaults once, so nothing else has to.
+ */
+export interface MetaItem {
+  pk: string;
+  sk: string;
+  tenantId: string;
+  sessionId: string;
+  /** legacy: absent means chat. */
+  format?: ItemFormat;
+  source?: string;
+  /** The client's metadata as JSON text: DynamoDB's number and nesting limits never apply to it. */
+  metadataJson?: string;
+  /** legacy: metadata stored as a map by older code. */
+  metadata?: Record<string, unknown>;
+  createdAt: string;
+  parentSessionId?: string;
+  childSessionId?: string;
+  rootSessionId?: string;
+  /** The newest descendant this record knows of; kept on the root and on each rotated parent (F1, C4). */
+  tipSessionId?: string;
+  endedAt?: string;
+  endReason?: EndReason;
+  /** A6: a deleted session answers as not found; the record stays so relatives' links resolve. */
+  deletedAt?: string;
+  fence?: number;
+  fenceCounter?: number;
+  generation: number;
+  messageCount: number;
+  lastSeq: number;
+  tokenEstimate: number;
+  lastActivity?: ActivityMark;
+  /**
+   * The in-flight attempt as callers see it. Stored as a map without `fence` and `watermark`, which
+   * live at the top level (`fence`, `attemptWatermark`) because beginAttempt's one update computes
+   * them in DynamoDB; withDefaults puts them together.
+   */
+  attempt?: AttemptRecord & { stale?: boolean };
+  attemptWatermark?: number;
+  /** Sparse GSI attemptsByExpiry: present only while an attempt is in flight. */
+  attemptShard?: string;
+  leaseExpiresAt?: number;
+  seal?: Seal;
+  /** Optimistic-concurrency counter: appends, pops, begins, commits and deletes bump it. */
+  version: number;
+  /** Sparse GSI childrenByParent: the parent's pk, only on children. */
+  parentKey?: string;
+  /** Sparse GSI rotationsByTime (fork audit): only on children. */
+  rotationShard?: string;
+  /** Attempt that created this child (idempotent commit detection). */
+  createdByAttempt?: string;
+}
+
+export interface MessageItem {
+  pk: string;
+  sk: string;
+  generation: number;
+  seq: number;
+  /** The item as JSON, so every client field round-trips verbatim. */
+  body: string;
+  /** Token estimate of the item (the session's running estimate is the sum). */
+  tokens?: number;
+  /** TTL (epoch seconds) once the generation is archived or the session deleted. */
+  expiresAt?: number;
+}
+
+/** A META item as stored, before defaults: what older code may have written. */
+export type StoredMeta = Omit<MetaItem, 'generation' | 'messageCount' | 'lastSeq' | 'tokenEstimate' | 'version'> &
+  Partial<Pick<MetaItem, 'generation' | 'messageCount' | 'lastSeq' | 'tokenEstimate' | 'version'>>;
+
+/** The attempt map as stored: fence and watermark are top-level attributes (older records kept the fence inside). */
+export type StoredAttempt = Omit<AttemptRecord, 'fence' | 'watermark'> & Partial<Pick<AttemptRecord, 'fence' | 'watermark'>> & { stale?: boolean };
+
+/** Fills the defaults of fields older records lack (C3) and assembles the attempt: the one place that knows them. */
+export function withDefaults(stored: StoredMeta): MetaItem {
+  const meta: MetaItem = {
+    ...stored,
+    generation: stored.generation ?? 0,
+    messageCount: stored.messageCount ?? 0,
+    lastSeq: stored.lastSeq ?? 0,
+    tokenEstimate: stored.tokenEstimate ?? 0,
+    version: stored.version ?? 0,
+  };
+  const raw = stored.attempt as StoredAttempt | undefined;
+  if (raw) meta.attempt = { ...raw, fence: raw.fence ?? stored.fence ?? 0, watermark: raw.watermark ?? stored.attemptWatermark ?? 0 };
+  return meta;
+}
+
+export function metadataOf(item: Pick<MetaItem, 'metadataJson' | 'metadata'>): Record<string, unknown> | undefined {
+  if (item.metadataJson !== undefined) return JSON.parse(item.metadataJson) as Record<string, unknown>;
+  return item.metadata;
+}
+
+export function toSessionRecord(item: MetaItem): SessionRecord {
+  const r: SessionRecord = {
+    tenantId: item.tenantId,
+    sessionId: item.sessionId,
+    format: item.format ?? 'chat',
+    createdAt: item.createdAt,
+    generation: item.generation,
+    messageCount: item.messageCount,
+    lastSeq: item.lastSeq,
+    tokenEstimate: item.tokenEstimate,
+  };
+  const metadata = metadataOf(item);
+  if (item.source !== undefined) r.source = item.source;
+  if (metadata !== undefined) r.metadata = metadata;
+  if (item.parentSessionId !== undefined) r.parentSessionId = item.parentSessionId;
+  if (item.childSessionId !== undefined) r.childSessionId = item.childSessionId;
+  if (item.rootSessionId !== undefined) r.rootSessionId = item.rootSessionId;
+  if (item.endedAt !== undefined) r.endedAt = item.endedAt;
+  if (item.endReason !== undefined) r.endReason = item.endReason;
+  if (item.deletedAt !== undefined) r.deletedAt = item.deletedAt;
+  if (item.fence !== undefined) r.fence = item.fence;
+  if (item.lastActivity !== undefined) r.lastActivity = item.lastActivity;
+  if (item.attempt !== undefined) {
+    const { stale: _stale, ...attempt } = item.attempt;
+    r.attempt = attempt;
+  }
+  return r;
+}
+
+export function toMessageItem(pk: string, generation: number, seq: number, item: Item, tokens: number): MessageItem {
+  return { pk, sk: messageSk(generation, seq), generation, seq, body: JSON.stringify(item), tokens };
+}
+
+export function fromMessageItem(item: MessageItem): Item {
+  return JSON.parse(item.body) as Item;
+}
+
+/** DynamoDB's item size: attribute name bytes + value bytes (numbers: up to 21 bytes). */
+export function itemSizeBytes(item: Record<string, unknown>): number {
+  let size = 0;
+  for (const [name, value] of Object.entries(item)) {
+    if (value === undefined) continue;
+    size += Buffer.byteLength(name, 'utf8') + valueSize(value);
+  }
+  return size;
+}
+
+function valueSize(value: unknown): number {
+  if (typeof value === 'string') return Buffer.byteLength(value, 'utf8');
+  if (typeof value === 'number') return 21;
+  if (typeof value === 'boolean' || value === null) return 1;
+  if (Array.isArray(value)) return 3 + value.reduce<number>((s, v) => s + 1 + valueSize(v), 0);
+  if (typeof value === 'object') return 3 + itemSizeBytes(value as Record<string, unknown>) + Object.keys(value).length;
+  return 0;
+}
+
+/** Builds every item's stored form and measures it; one too large refuses the whole call (nothing written). */
+export function messageItemsFor(
+  pk: string,
+  generation: number,
+  firstSeq: number,
+  items: readonly Item[],
+  tokens: readonly number[],
+): { stored: MessageItem[]; bytes: number } {
+  let bytes = 0;
+  const stored = items.map((it, i) => {
+    const m = toMessageItem(pk, generation, firstSeq + i, it, tokens[i] ?? 0);
+    const size = itemSizeBytes({ ...m, expiresAt: 0 });
+    if (size > MAX_ITEM_BYTES) throw new ItemTooLargeError(i, size, MAX_ITEM_BYTES);
+    bytes += size;
+    return m;
+  });
+  return { stored, bytes };
+}

@@ -1,0 +1,93 @@
+// Table keys. Every session key carries its tenant, so the same sessionId under two tenants
+// names two different sessions (SPEC F2). Layout under one session's pk:
+//   META                      the session record
+//   MSG#<generation>#<seq>    one item each (zero-padded: sort order is (generation, seq) order)
+//   IDEM#<sha256(key)>        an append's Idempotency-Key record (A3)
+//   TASK#<kind>#<generation>  deferred storage work (archive, purge) the sweep finds in attemptsByExpiry
+// Create-session idempotency records live at `T#<tenant>#IDEM#<sha256(key)>` / `IDEM`.
+import { createHash } from 'node:crypto';
+import type { SessionRef } from '../../session-ref.js';
+import type { StoreTask } from '../types.js';
+
+export const META_SK = 'META';
+export const MSG_PREFIX = 'MSG#';
+export const IDEM_PREFIX = 'IDEM#';
+export const TASK_PREFIX = 'TASK#';
+export const ATTEMPTS_INDEX = 'attemptsByExpiry';
+export const CHILDREN_INDEX = 'childrenByParent';
+export const ROTATIONS_INDEX = 'rotationsByTime';
+
+/**
+ * Default shard counts of the two sparse, time-ordered indexes. Each attempt writes
+ * attemptsByExpiry about twice (begin, commit) and each index partition takes 1,000 WCU/s, so
+ * 64 shards keep that index above 10,000 compactions/s with room to spare (bench/CAPACITY.md).
+ * Shard counts may only grow: the sweep queries every shard below the configured count.
+ */
+export const DEFAULT_ATTEMPT_SHARDS = 64;
+export const DEFAULT_ROTATION_SHARDS = 16;
+
+const PAD = 10;
+
+export function sessionPk(ref: SessionRef): string {
+  return `T#${ref.tenantId}#S#${ref.sessionId}`;
+}
+
+/** Inverse of sessionPk (tenant ids and session ids never contain '#'). */
+export function refOfPk(pk: string): SessionRef {
+  const m = /^T#([^#]+)#S#([^#]+)$/.exec(pk);
+  if (!m) throw new Error(`not a session key: ${pk}`);
+  return { tenantId: m[1]!, sessionId: m[2]! };
+}
+
+export function metaKey(ref: SessionRef): { pk: string; sk: string } {
+  return { pk: sessionPk(ref), sk: META_SK };
+}
+
+function pad(n: number): string {
+  return String(n).padStart(PAD, '0');
+}
+
+export function messageSk(generation: number, seq: number): string {
+  return `${MSG_PREFIX}${pad(generation)}#${pad(seq)}`;
+}
+
+export function generationPrefix(generation: number): string {
+  return `${MSG_PREFIX}${pad(generation)}#`;
+}
+
+function digest(text: string): string {
+  return createHash('sha256').update(text, 'utf8').digest('hex');
+}
+
+export function appendIdempotencyKey(ref: SessionRef, key: string): { pk: string; sk: string } {
+  return { pk: sessionPk(ref), sk: `${IDEM_PREFIX}${digest(key)}` };
+}
+
+export function createIdempotencyKey(tenantId: string, key: string): { pk: string; sk: string } {
+  return { pk: `T#${tenantId}#IDEM#${digest(key)}`, sk: 'IDEM' };
+}
+
+export function taskSk(kind: StoreTask['kind'], generation: number): string {
+  return `${TASK_PREFIX}${kind}#${pad(generation)}`;
+}
+
+export function parseTaskSk(sk: string): { kind: StoreTask['kind']; generation: number } | null {
+  const m = /^TASK#(archive|purge)#(\d+)$/.exec(sk);
+  return m ? { kind: m[1] as StoreTask['kind'], generation: Number(m[2]) } : null;
+}
+
+function shardOf(pk: string, shards: number): number {
+  return createHash('sha1').update(pk).digest().readUInt32BE(0) % shards;
+}
+
+export function attemptShardOf(pk: string, shards: number): string {
+  return `A#${shardOf(pk, shards)}`;
+}
+
+export function rotationShardOf(pk: string, shards: number): string {
+  return `R#${shardOf(pk, shards)}`;
+}
+
+export function allShards(prefix: 'A' | 'R', shards: number): string[] {
+  return Array.from({ length: shards }, (_, i) => `${prefix}#${i}`);
+}

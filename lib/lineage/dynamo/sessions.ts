@@ -1,0 +1,285 @@
+// Sessions and their items: create, append (A3 idempotent, A4 conditional), page and tail
+// reads (A5), pop and delete (A6). Appends never look at the lease (I4); they condition on the
+// session's version, so two appends can never take the same sequence numbers.
+import { randomUUID } from 'node:crypto';
+import type { Item } from '../../items/types.js';
+import type { SessionRef } from '../../session-ref.js';
+import {
+  CountMismatchError,
+  ItemTooLargeError,
+  SessionEndedError,
+  SessionExistsError,
+  SessionNotFoundError,
+  StaleCursorError,
+  StoreRetryableError,
+} from '../errors.js';
+import { DEFAULT_IDEMPOTENCY_TTL_SECONDS, MAX_APPEND_BYTES, MAX_ATOMIC_APPEND_ITEMS } from '../limits.js';
+import type {
+  AppendInput,
+  AppendResult,
+  CreateResult,
+  CreateSessionInput,
+  ItemPage,
+  PageRequest,
+  PopResult,
+  PreparedItems,
+  SessionRecord,
+  StoredResponse,
+} from '../types.js';
+import { IDEMPOTENCY_CONDITION, idempotencyRecord, liveRecord, replay, type IdempotencyRecord } from './idempotency.js';
+import { fromMessageItem, messageItemsFor, toSessionRecord, type MetaItem } from './items.js';
+import { appendIdempotencyKey, attemptShardOf, createIdempotencyKey, metaKey, sessionPk, taskSk } from './keys.js';
+import { liveTipOf } from './links.js';
+import { backoffDelay, sleep } from './retry.js';
+import { conditionFailedAt, oldImageOf, oldItemOf, type Table, type TransactItem } from './table.js';
+
+/** Version races an append or pop retries before giving up as retryable (each retry is one round trip). */
+const MAX_WRITE_ROUNDS = 40;
+/** An append that meets an attempt's seal polls this often until it lifts (it lasts milliseconds). */
+const SEAL_POLL_MS = 15;
+
+/** Optimistic concurrency on the session record; records written before versioning have none. */
+export function versionCondition(meta: MetaItem): string {
+  return meta.version === 0 ? 'attribute_not_exists(#version)' : '#version = :v';
+}
+
+/** Writes that must not land while an attempt's seal is up (commit.ts). */
+const UNSEALED = '(attribute_not_exists(#seal) OR #seal.#until < :now)';
+const WRITABLE = 'attribute_exists(pk) AND attribute_not_exists(#endedAt) AND attribute_not_exists(#deletedAt)';
+
+export class Sessions {
+  constructor(
+    private readonly table: Table,
+    private readonly idempotencyTtlSeconds = DEFAULT_IDEMPOTENCY_TTL_SECONDS,
+  ) {}
+
+  async create(input: CreateSessionInput): Promise<CreateResult> {
+    const ref = { tenantId: input.tenantId, sessionId: input.sessionId ?? randomUUID() };
+    const item: MetaItem = {
+      ...metaKey(ref),
+      ...ref,
+      format: input.format ?? 'chat',
+      source: input.source,
+      metadataJson: input.metadata === undefined ? undefined : JSON.stringify(input.metadata),
+      createdAt: this.table.isoNow(),
+      generation: 0,
+      fenceCounter: 0,
+      messageCount: 0,
+      lastSeq: 0,
+      tokenEstimate: 0,
+      version: 1,
+    };
+    const session = toSessionRecord(item);
+    const entries: TransactItem[] = [this.table.put(item, 'attribute_not_exists(pk)')];
+    const idem = input.idempotency;
+    if (idem) {
+      const key = createIdempotencyKey(input.tenantId, idem.key);
+      const seen = liveRecord(await this.table.getItem<IdempotencyRecord>(key), this.table.now());
+      if (seen) return { replayed: true, response: replay(seen, idem) };
+      const response = input.respond?.(session) ?? { status: 201, body: session };
+      const record = idempotencyRecord(key, idem, response, this.table.now(), this.idempotencyTtlSeconds);
+      entries.push(this.table.put(record, IDEMPOTENCY_CONDITION, { ':nowSec': Math.floor(this.table.now() / 1000) }));
+    }
+    try {
+      await this.table.transact('create session', entries);
+    } catch (err) {
+      if (idem && conditionFailedAt(err, 1)) {
+        // An identical request raced us and won: answer what it answered.
+        return { replayed: true, response: replay(oldItemOf<IdempotencyRecord>(err, 1)!, idem) };
+      }
+      if (conditionFailedAt(err, 0)) throw new SessionExistsError(ref.sessionId);
+      throw err;
+    }
+    return { replayed: false, session };
+  }
+
+  async get(ref: SessionRef): Promise<SessionRecord | null> {
+    const meta = await this.table.getMeta(ref);
+    return meta && !meta.deletedAt ? toSessionRecord(meta) : null;
+  }
+
+  async append(ref: SessionRef, input: AppendInput): Promise<AppendResult> {
+    const pk = sessionPk(ref);
+    const idem = input.idempotency;
+    const idemKey = idem && appendIdempotencyKey(ref, idem.key);
+    const [first, seen] = await Promise.all([
+      this.table.getMeta(ref),
+      idemKey ? this.table.getItem<IdempotencyRecord>(idemKey) : Promise.resolve(undefined),
+    ]);
+    const remembered = liveRecord(seen, this.table.now());
+    if (remembered && idem) return { replayed: true, response: replay(remembered, idem) };
+
+    let meta = first;
+    let prepared: PreparedItems | undefined;
+    for (let round = 0; round < MAX_WRITE_ROUNDS; round++) {
+      meta = await this.writableMeta(ref, meta);
+      prepared ??= input.prepare(toSessionRecord(meta));
+      const n = prepared.items.length;
+      if (n === 0 || n > MAX_ATOMIC_APPEND_ITEMS) throw new RangeError(`an append holds 1-${MAX_ATOMIC_APPEND_ITEMS} items, got ${n}`);
+      const tokens = prepared.tokenEstimates.reduce((a, b) => a + b, 0);
+      if (input.expectedCount !== undefined && meta.messageCount !== input.expectedCount) {
+        throw new CountMismatchError(ref.sessionId, input.expectedCount, meta.messageCount);
+      }
+      const { stored, bytes } = messageItemsFor(pk, meta.generation, meta.lastSeq + 1, prepared.items, prepared.tokenEstimates);
+      if (bytes > MAX_APPEND_BYTES) throw new ItemTooLargeError(-1, bytes, MAX_APPEND_BYTES);
+      const after: MetaItem = {
+        ...meta,
+        lastSeq: meta.lastSeq + n,
+        messageCount: meta.messageCount + n,
+        tokenEstimate: meta.tokenEstimate + tokens,
+        version: meta.version + 1,
+      };
+      const session = toSessionRecord(after);
+      const response: StoredResponse | undefined = input.respond?.(session, n);
+      const entries: TransactItem[] = [
+        this.table.metaUpdate(
+          ref,
+          {
+            update: 'SET #lastSeq = :last ADD #messageCount :n, #tokenEstimate :tok, #version :one',
+            condition: `${WRITABLE} AND ${UNSEALED} AND ${versionCondition(meta)}`,
+          },
+          { ':last': after.lastSeq, ':n': n, ':tok': tokens, ':one': 1, ':now': this.table.now(), ':v': meta.version },
+        ),
+        ...stored.map((m) => this.table.put(m)),
+      ];
+      if (idem && idemKey) {
+        const record = idempotencyRecord(idemKey, idem, response ?? { status: 200, body: null }, this.table.now(), this.idempotencyTtlSeconds);
+        entries.push(this.table.put(record, IDEMPOTENCY_CONDITION, { ':nowSec': Math.floor(this.table.now() / 1000) }));
+      }
+      try {
+        await this.table.transact('append items', entries);
+        return { replayed: false, session, appended: n, ...(response ? { response } : {}) };
+      } catch (err) {
+        const idemAt = entries.length - 1;
+        if (idem && conditionFailedAt(err, idemAt)) {
+          // The same key landed first (an identical request racing this one, or its earlier try).
+          return { replayed: true, response: replay(oldItemOf<IdempotencyRecord>(err, idemAt)!, idem) };
+        }
+        if (!conditionFailedAt(err, 0)) throw err;
+        // Another append, a pop, a begin or a commit moved the session: go again from what it saw.
+        meta = oldImageOf(err, 0);
+        await sleep(backoffDelay(Math.min(round, 3), { baseDelayMs: 5, maxDelayMs: 100, maxAttempts: 1 }));
+      }
+    }
+    throw new StoreRetryableError(`append to ${ref.sessionId}: the session kept changing`);
+  }
+
+  /**
+   * The session an append or pop may write to: it exists, is not deleted or ended (an ended one
+   * names its live tip), and no attempt's seal is up (wait it out: it lasts one commit).
+   */
+  private async writableMeta(ref: SessionRef, known: MetaItem | undefined): Promise<MetaItem> {
+    let meta = known;
+    for (;;) {
+      if (!meta || meta.deletedAt) throw new SessionNotFoundError(ref.sessionId);
+      if (meta.endedAt || meta.childSessionId) throw new SessionEndedError(ref.sessionId, await liveTipOf(this.table, meta));
+      const wait = (meta.seal?.until ?? 0) - this.table.now();
+      if (wait <= 0) return meta;
+      await sleep(Math.min(SEAL_POLL_MS, wait));
+      meta = await this.table.getMeta(ref);
+    }
+  }
+
+  async readPage(ref: SessionRef, page: PageRequest): Promise<ItemPage> {
+    const meta = await this.table.requireMeta(ref);
+    if (page.from && page.from.generation !== meta.generation) throw new StaleCursorError(ref.sessionId);
+    const { items, more } = await this.table.queryRange(sessionPk(ref), meta.generation, (page.from?.afterSeq ?? 0) + 1, meta.lastSeq, {
+      limit: page.limit,
+      maxBytes: page.maxBytes,
+    });
+    const last = items.at(-1);
+    // Past lastSeq nothing is visible (a failed commit's leftovers), so a page ending there is the last.
+    const next = more && last && last.seq < meta.lastSeq ? { generation: meta.generation, afterSeq: last.seq } : null;
+    return { session: toSessionRecord(meta), items: items.map(fromMessageItem), next };
+  }
+
+  async readTail(ref: SessionRef, limit: number, maxBytes: number): Promise<{ session: SessionRecord; items: Item[] }> {
+    const meta = await this.table.requireMeta(ref);
+    const { items } = await this.table.queryRange(sessionPk(ref), meta.generation, 1, meta.lastSeq, { limit, maxBytes, newestFirst: true });
+    return { session: toSessionRecord(meta), items: items.reverse().map(fromMessageItem) };
+  }
+
+  async readAll(ref: SessionRef): Promise<Item[]> {
+    const meta = await this.table.requireMeta(ref);
+    return this.table.readItems(sessionPk(ref), meta.generation, 1, meta.lastSeq);
+  }
+
+  async popLast(ref: SessionRef): Promise<PopResult> {
+    const pk = sessionPk(ref);
+    let meta = await this.table.getMeta(ref);
+    for (let round = 0; round < MAX_WRITE_ROUNDS; round++) {
+      meta = await this.writableMeta(ref, meta);
+      const [last] = (await this.table.queryRange(pk, meta.generation, 1, meta.lastSeq, { limit: 1, newestFirst: true })).items;
+      if (!last) return { session: toSessionRecord(meta), removed: null };
+      // A6: an in-flight attempt that already read this item must not commit it back.
+      const stale = meta.attempt !== undefined && last.seq <= (meta.attempt.watermark ?? 0);
+      const tokens = last.tokens ?? 0;
+      const after: MetaItem = { ...meta, messageCount: meta.messageCount - 1, tokenEstimate: meta.tokenEstimate - tokens, version: meta.version + 1 };
+      try {
+        await this.table.transact('pop item', [
+          this.table.metaUpdate(
+            ref,
+            {
+              update: `ADD #messageCount :minus, #tokenEstimate :tok, #version :one${stale ? ' SET #attempt.#stale = :true' : ''}`,
+              condition: `${WRITABLE} AND ${UNSEALED} AND ${versionCondition(meta)}`,
+            },
+            { ':minus': -1, ':tok': -tokens, ':one': 1, ':true': true, ':now': this.table.now(), ':v': meta.version },
+          ),
+          { Delete: { TableName: this.table.name, Key: { pk: last.pk, sk: last.sk }, ConditionExpression: 'attribute_exists(pk)' } },
+        ]);
+        if (after.attempt && stale) after.attempt = { ...after.attempt, stale: true };
+        return { session: toSessionRecord(after), removed: fromMessageItem(last) };
+      } catch (err) {
+        if (conditionFailedAt(err, 0)) meta = oldImageOf(err, 0);
+        else if (conditionFailedAt(err, 1)) meta = await this.table.getMeta(ref);
+        else throw err;
+        await sleep(backoffDelay(Math.min(round, 3), { baseDelayMs: 5, maxDelayMs: 100, maxAttempts: 1 }));
+      }
+    }
+    throw new StoreRetryableError(`pop on ${ref.sessionId}: the session kept changing`);
+  }
+
+  /** A6: tombstone the record (links stay for relatives) and leave the items to a purge task. */
+  async delete(ref: SessionRef): Promise<{ pendingChildId?: string }> {
+    const pk = sessionPk(ref);
+    const meta = await this.table.requireMeta(ref);
+    const at = this.table.isoNow();
+    try {
+      await this.table.transact('delete session', [
+        this.table.metaUpdate(
+          ref,
+          {
+            update:
+              'SET #deletedAt = :at ADD #version :one ' +
+              'REMOVE #metadataJson, #metadata, #attempt, #attemptShard, #leaseExpiresAt, #attemptWatermark, #seal',
+            condition: 'attribute_exists(pk) AND attribute_not_exists(#deletedAt)',
+          },
+          { ':at': at, ':one': 1 },
+        ),
+        this.table.put({
+          pk,
+          sk: taskSk('purge', 0),
+          kind: 'purge',
+          generation: 0,
+          attemptShard: attemptShardOf(pk, this.table.attemptShards),
+          leaseExpiresAt: this.table.now(),
+          ...(meta.attempt ? { pendingChildId: meta.attempt.pendingChildId } : {}),
+        }),
+      ]);
+    } catch (err) {
+      if (conditionFailedAt(err, 0)) throw new SessionNotFoundError(ref.sessionId);
+      throw err;
+    }
+    return meta.attempt ? { pendingChildId: meta.attempt.pendingChildId } : {};
+  }
+
+  async touch(ref: SessionRef, label: string): Promise<void> {
+    // Deliberately no version bump: heartbeats must not make a commit's version check fail.
+    await this.table.updateIf(
+      'touch activity',
+      ref,
+      { update: 'SET #lastActivity = :mark', condition: 'attribute_exists(pk)' },
+      { ':mark': { label, at: this.table.isoNow() } },
+    );
+  }
+}

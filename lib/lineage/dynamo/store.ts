@@ -1,0 +1,172 @@
+// The lineage store on DynamoDB (SPEC I1, I2, I4, L6, C3, C10, C11, A1-A6, S1-S3, P1-P3):
+// a thin facade over the parts, each of which owns one job.
+//
+// Layout (one table, pk/sk; keys.ts): session META at `T#<tenant>#S#<id>` / `META`; items under
+// the same pk at `MSG#<generation>#<seq>`. Reads of the active generation are bounded by
+// META.lastSeq, so items a failed commit left beyond it are never visible. A rotation's child is
+// "pending" exactly while its META does not exist: no session can be read without its META, and
+// cleanup (a failed commit, the sweep) deletes items only under a child id whose META is absent.
+import type { SessionRef } from '../../session-ref.js';
+import type {
+  AppendInput,
+  AppendResult,
+  AttemptRecord,
+  BeginAttemptInput,
+  BegunAttempt,
+  CommitInput,
+  CreateResult,
+  CreateSessionInput,
+  ExpiredAttempt,
+  ForkReport,
+  InPlaceCommitted,
+  ItemPage,
+  LineageStore,
+  PageRequest,
+  PopResult,
+  RotationCommitted,
+  SessionRecord,
+  StoreTask,
+  SweepPage,
+} from '../types.js';
+import type { Item } from '../../items/types.js';
+import { Attempts } from './attempts.js';
+import { Commits } from './commit.js';
+import { Forks } from './forks.js';
+import { toSessionRecord } from './items.js';
+import { CHILDREN_INDEX, sessionPk } from './keys.js';
+import { chainOf, liveTip } from './links.js';
+import { Sessions } from './sessions.js';
+import { Table, type TableOptions } from './table.js';
+
+export interface DynamoLineageStoreOptions extends TableOptions {
+  /** TTL of an archived (replaced) generation; default 7 days (SPEC C11). */
+  archiveRetentionSeconds?: number;
+  /** How long an Idempotency-Key is remembered (A3); default 24 h. */
+  idempotencyTtlSeconds?: number;
+}
+
+const DEFAULT_ARCHIVE_RETENTION_S = 7 * 24 * 3600;
+
+export class DynamoLineageStore implements LineageStore {
+  readonly table: Table;
+  private readonly sessions: Sessions;
+  private readonly attempts: Attempts;
+  private readonly commits: Commits;
+  private readonly forks: Forks;
+  private readonly retention: number;
+
+  constructor(opts: DynamoLineageStoreOptions) {
+    this.table = new Table(opts);
+    this.sessions = new Sessions(this.table, opts.idempotencyTtlSeconds);
+    this.attempts = new Attempts(this.table);
+    this.commits = new Commits(this.table, this.attempts);
+    this.forks = new Forks(this.table);
+    this.retention = opts.archiveRetentionSeconds ?? DEFAULT_ARCHIVE_RETENTION_S;
+  }
+
+  createSession(input: CreateSessionInput): Promise<CreateResult> {
+    return this.sessions.create(input);
+  }
+  getSession(ref: SessionRef): Promise<SessionRecord | null> {
+    return this.sessions.get(ref);
+  }
+  appendItems(ref: SessionRef, input: AppendInput): Promise<AppendResult> {
+    return this.sessions.append(ref, input);
+  }
+  readPage(ref: SessionRef, page: PageRequest): Promise<ItemPage> {
+    return this.sessions.readPage(ref, page);
+  }
+  readTail(ref: SessionRef, limit: number, maxBytes: number): Promise<{ session: SessionRecord; items: Item[] }> {
+    return this.sessions.readTail(ref, limit, maxBytes);
+  }
+  readAll(ref: SessionRef): Promise<Item[]> {
+    return this.sessions.readAll(ref);
+  }
+  popLast(ref: SessionRef): Promise<PopResult> {
+    return this.sessions.popLast(ref);
+  }
+
+  async deleteSession(ref: SessionRef): Promise<void> {
+    await this.sessions.delete(ref);
+    // The items go in the background; the sweep finishes the purge if this does not.
+    this.background(this.runTask({ ref, kind: 'purge', generation: 0, dueAt: this.table.now() }), `purge of ${ref.sessionId}`);
+  }
+
+  async lineage(ref: SessionRef): Promise<SessionRecord[]> {
+    return (await chainOf(this.table, ref)).map(toSessionRecord);
+  }
+  liveTip(ref: SessionRef): Promise<string | null> {
+    return liveTip(this.table, ref);
+  }
+  async children(ref: SessionRef): Promise<SessionRecord[]> {
+    const keys = await this.table.queryIndex<{ pk: string; sk: string }>({
+      IndexName: CHILDREN_INDEX,
+      KeyConditionExpression: '#p = :p',
+      ExpressionAttributeNames: { '#p': 'parentKey' },
+      ExpressionAttributeValues: { ':p': sessionPk(ref) },
+    });
+    const metas = await this.table.batchGetMetas(keys);
+    return metas
+      .filter((m) => m.tenantId === ref.tenantId)
+      .sort((a, b) => a.createdAt.localeCompare(b.createdAt))
+      .map(toSessionRecord);
+  }
+  touchActivity(ref: SessionRef, label: string): Promise<void> {
+    return this.sessions.touch(ref, label);
+  }
+
+  async beginAttempt(ref: SessionRef, input: BeginAttemptInput): Promise<BegunAttempt> {
+    const begun = await this.attempts.begin(ref, input);
+    // A replaced attempt (crashed, or paused past its lease) can no longer commit, and the sweep
+    // will never list it again: remove what it may have written, or it is orphaned (S2).
+    if (begun.replaced) {
+      const replaced = begun.replaced;
+      await this.attempts.removeLeftovers(ref, replaced).catch((err: unknown) => {
+        this.table.warn(`cleanup of replaced attempt ${replaced.attemptId} on ${ref.sessionId} failed: ${String(err)}`);
+      });
+    }
+    return begun;
+  }
+  readSnapshot(ref: SessionRef, begun: BegunAttempt): Promise<Item[]> {
+    return this.attempts.snapshot(ref, begun);
+  }
+  commitRotation(ref: SessionRef, begun: BegunAttempt, input: CommitInput): Promise<RotationCommitted> {
+    return this.commits.rotate(ref, begun, input);
+  }
+  commitInPlace(ref: SessionRef, begun: BegunAttempt, input: CommitInput): Promise<InPlaceCommitted> {
+    return this.commits.inPlace(ref, begun, input);
+  }
+  async abandonAttempt(ref: SessionRef, attempt: AttemptRecord, activityLabel?: string): Promise<void> {
+    await this.attempts.clear(ref, attempt, activityLabel);
+  }
+  extendAttempt(ref: SessionRef, attempt: AttemptRecord, leaseExpiresAt: number): Promise<boolean> {
+    return this.attempts.extend(ref, attempt, leaseExpiresAt);
+  }
+  runTask(task: StoreTask): Promise<number> {
+    return this.attempts.runTask(task, this.retention);
+  }
+
+  listSweepWork(now: number, limit: number): Promise<SweepPage> {
+    return this.attempts.listSweepWork(now, limit);
+  }
+  cleanExpiredAttempt(expired: ExpiredAttempt): Promise<{ cleaned: boolean; orphanMessagesRemoved: number }> {
+    return this.attempts.cleanExpired(expired);
+  }
+  findRecentForks(since: number): Promise<ForkReport[]> {
+    return this.forks.recent(since);
+  }
+  findAllForks(): Promise<ForkReport[]> {
+    return this.forks.all();
+  }
+  readSweepCheckpoint(): Promise<number | null> {
+    return this.forks.checkpoint();
+  }
+  saveSweepCheckpoint(at: number): Promise<void> {
+    return this.forks.saveCheckpoint(at);
+  }
+
+  /** Work after the answer: never awaited, never thrown; the sweep guarantees it happens. */
+  private background(work: Promise<unknown>, what: string): void {
+    work.catch((err: unknown) => this.table.warn(`${what} failed; the sweep will retry: ${String(err)}`));
+  }
+}

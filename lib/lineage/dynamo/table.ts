@@ -1,0 +1,278 @@
+// Table mechanics shared by the store's parts: retried sends, the META read that fills
+// legacy defaults once, conditional updates and transactions that hand back the item's old
+// image when a condition fails (so a loser needs no re-read), and item-range queries.
+import { randomUUID } from 'node:crypto';
+import type { AttributeValue, DynamoDBClient } from '@aws-sdk/client-dynamodb';
+import {
+  BatchGetCommand,
+  DynamoDBDocumentClient,
+  GetCommand,
+  QueryCommand,
+  TransactWriteCommand,
+  UpdateCommand,
+  type QueryCommandInput,
+  type TransactWriteCommandInput,
+  type UpdateCommandOutput,
+} from '@aws-sdk/lib-dynamodb';
+import { unmarshall } from '@aws-sdk/util-dynamodb';
+import type { SessionRef } from '../../session-ref.js';
+import { SessionNotFoundError, StoreRetryableError } from '../errors.js';
+import { deleteAll, putAll } from './batch-writes.js';
+import { expression, updateExpression, type ExpressionParts } from './expression.js';
+import { fromMessageItem, withDefaults, type MessageItem, type MetaItem, type StoredMeta } from './items.js';
+import { DEFAULT_ATTEMPT_SHARDS, DEFAULT_ROTATION_SHARDS, messageSk, metaKey } from './keys.js';
+import { backoffDelay, cancellationCodes, DEFAULT_RETRY, isConditionFailure, sleep, withRetry, type RetryOptions } from './retry.js';
+
+export type TransactItem = NonNullable<TransactWriteCommandInput['TransactItems']>[number];
+export type Key = { pk: string; sk: string };
+
+export interface TableOptions {
+  client: DynamoDBClient;
+  tableName: string;
+  now?: () => number;
+  /** Backoff for transaction conflicts and version races (default 5 tries). */
+  retry?: Partial<RetryOptions>;
+  /** Shards of the sparse attemptsByExpiry / rotationsByTime indexes (raise only; see keys.ts). */
+  attemptShards?: number;
+  rotationShards?: number;
+  /** Problems that do not change an outcome (a background archive failed, cleanup left work for the sweep). */
+  onWarning?: (warning: string) => void;
+}
+
+export class Table {
+  readonly doc: DynamoDBDocumentClient;
+  readonly name: string;
+  readonly now: () => number;
+  readonly retry: RetryOptions;
+  readonly attemptShards: number;
+  readonly rotationShards: number;
+  readonly warn: (w: string) => void;
+
+  constructor(opts: TableOptions) {
+    // Items are stripped of undefined values by the callers rather than through translateConfig:
+    // DynamoDBDocumentClient.from writes translateConfig onto the shared client's config, so another
+    // wrapper of the same client would silently replace ours.
+    this.doc = DynamoDBDocumentClient.from(opts.client);
+    this.name = opts.tableName;
+    this.now = opts.now ?? Date.now;
+    this.retry = { ...DEFAULT_RETRY, ...opts.retry };
+    this.attemptShards = opts.attemptShards ?? DEFAULT_ATTEMPT_SHARDS;
+    this.rotationShards = opts.rotationShards ?? DEFAULT_ROTATION_SHARDS;
+    this.warn = opts.onWarning ?? (() => undefined);
+  }
+
+  send<T>(what: string, op: () => Promise<T>): Promise<T> {
+    return withRetry(what, op, this.retry);
+  }
+
+  isoNow(): string {
+    return new Date(this.now()).toISOString();
+  }
+
+  /** The META item (deleted sessions included), with legacy defaults filled. */
+  async getMeta(ref: SessionRef): Promise<MetaItem | undefined> {
+    return this.getMetaByKey(metaKey(ref));
+  }
+
+  async getMetaByKey(key: Key): Promise<MetaItem | undefined> {
+    const out = await this.send('read session', () =>
+      this.doc.send(new GetCommand({ TableName: this.name, Key: { pk: key.pk, sk: key.sk }, ConsistentRead: true })),
+    );
+    return out.Item ? withDefaults(out.Item as StoredMeta) : undefined;
+  }
+
+  /** A live-or-ended session; a missing or deleted one is SessionNotFoundError. */
+  async requireMeta(ref: SessionRef): Promise<MetaItem> {
+    const meta = await this.getMeta(ref);
+    if (!meta || meta.deletedAt) throw new SessionNotFoundError(ref.sessionId);
+    return meta;
+  }
+
+  async getItem<T>(key: Key): Promise<T | undefined> {
+    const out = await this.send('read', () => this.doc.send(new GetCommand({ TableName: this.name, Key: key, ConsistentRead: true })));
+    return out.Item as T | undefined;
+  }
+
+  /** One update of a META item; a failed condition reaches the caller carrying the old image (oldImageOf). */
+  update(
+    what: string,
+    ref: SessionRef,
+    parts: ExpressionParts,
+    values: Record<string, unknown>,
+    returnValues?: 'ALL_NEW' | 'ALL_OLD',
+  ): Promise<UpdateCommandOutput> {
+    return this.send(what, () =>
+      this.doc.send(
+        new UpdateCommand({
+          TableName: this.name,
+          Key: metaKey(ref),
+          ...expression(parts, values),
+          ReturnValuesOnConditionCheckFailure: 'ALL_OLD',
+          ...(returnValues && { ReturnValues: returnValues }),
+        }),
+      ),
+    );
+  }
+
+  /** A META update whose failing condition is an answer, not an error: false when it did. */
+  async updateIf(what: string, ref: SessionRef, parts: ExpressionParts, values: Record<string, unknown>): Promise<boolean> {
+    try {
+      await this.update(what, ref, parts, values);
+      return true;
+    } catch (err) {
+      if (isConditionFailure(err)) return false;
+      throw err;
+    }
+  }
+
+  /** The Update entry of a transaction on a session's META (old image returned on a failed condition). */
+  metaUpdate(ref: SessionRef, parts: ExpressionParts & { update: string }, values: Record<string, unknown>): TransactItem {
+    return {
+      Update: { TableName: this.name, Key: metaKey(ref), ...updateExpression(parts, values), ReturnValuesOnConditionCheckFailure: 'ALL_OLD' },
+    };
+  }
+
+  put(item: object, condition?: string, values?: Record<string, unknown>): TransactItem {
+    return {
+      Put: {
+        TableName: this.name,
+        Item: withoutUndefined(item) as Record<string, unknown>,
+        ...(condition ? { ...expression({ condition }, values), ReturnValuesOnConditionCheckFailure: 'ALL_OLD' as const } : {}),
+      },
+    };
+  }
+
+  async transact(what: string, items: TransactItem[]): Promise<void> {
+    // One token for every resend of this request: a transaction that went through but answered
+    // with an error (a 500, a lost response) is not applied twice when retried (DynamoDB keeps
+    // the token for 10 minutes).
+    const token = randomUUID();
+    await this.send(what, () => this.doc.send(new TransactWriteCommand({ ClientRequestToken: token, TransactItems: items })));
+  }
+
+  /** Items of one generation with from <= seq <= to, in order (or newest first), stopping at `limit` / `maxBytes`. */
+  async queryRange(
+    pk: string,
+    generation: number,
+    from: number,
+    to: number,
+    opts: { limit?: number; maxBytes?: number; newestFirst?: boolean } = {},
+  ): Promise<{ items: MessageItem[]; more: boolean }> {
+    if (to < from) return { items: [], more: false };
+    const items: MessageItem[] = [];
+    const maxBytes = opts.maxBytes ?? Number.POSITIVE_INFINITY;
+    let bytes = 0;
+    let start: Record<string, unknown> | undefined;
+    do {
+      const want = opts.limit === undefined ? undefined : opts.limit - items.length;
+      const out = await this.send('read items', () =>
+        this.doc.send(
+          new QueryCommand({
+            TableName: this.name,
+            ConsistentRead: true,
+            ...expression(
+              { keyCondition: 'pk = :pk AND sk BETWEEN :from AND :to' },
+              { ':pk': pk, ':from': messageSk(generation, from), ':to': messageSk(generation, to) },
+            ),
+            ...(opts.newestFirst ? { ScanIndexForward: false } : {}),
+            ...(want !== undefined ? { Limit: want } : {}),
+            ExclusiveStartKey: start,
+          }),
+        ),
+      );
+      for (const item of (out.Items ?? []) as MessageItem[]) {
+        bytes += item.body.length;
+        // A page always carries at least one item, however large, so paging makes progress.
+        if (bytes > maxBytes && items.length > 0) return { items, more: true };
+        items.push(item);
+      }
+      start = out.LastEvaluatedKey;
+      if (opts.limit !== undefined && items.length >= opts.limit) return { items, more: start !== undefined };
+    } while (start);
+    return { items, more: false };
+  }
+
+  async readItems(pk: string, generation: number, from: number, to: number) {
+    return (await this.queryRange(pk, generation, from, to)).items.map(fromMessageItem);
+  }
+
+  async keysWithPrefix(pk: string, prefix: string): Promise<Key[]> {
+    const keys: Key[] = [];
+    let start: Record<string, unknown> | undefined;
+    do {
+      const input: QueryCommandInput = {
+        TableName: this.name,
+        ConsistentRead: true,
+        ProjectionExpression: 'pk, sk',
+        ...expression({ keyCondition: 'pk = :pk AND begins_with(sk, :prefix)' }, { ':pk': pk, ':prefix': prefix }),
+        ExclusiveStartKey: start,
+      };
+      const out = await this.send('list keys', () => this.doc.send(new QueryCommand(input)));
+      keys.push(...((out.Items ?? []) as Key[]));
+      start = out.LastEvaluatedKey;
+    } while (start);
+    return keys;
+  }
+
+  async queryIndex<T>(input: Omit<QueryCommandInput, 'TableName'>, limit?: number): Promise<T[]> {
+    const items: T[] = [];
+    let start: Record<string, unknown> | undefined;
+    do {
+      const out = await this.send('query index', () =>
+        this.doc.send(new QueryCommand({ ...input, TableName: this.name, ExclusiveStartKey: start, ...(limit ? { Limit: limit - items.length } : {}) })),
+      );
+      items.push(...((out.Items ?? []) as T[]));
+      start = out.LastEvaluatedKey;
+    } while (start && (limit === undefined || items.length < limit));
+    return items;
+  }
+
+  async batchGetMetas(keys: readonly Key[]): Promise<MetaItem[]> {
+    const found: MetaItem[] = [];
+    for (let i = 0; i < keys.length; i += 100) {
+      let pending: Record<string, unknown>[] = keys.slice(i, i + 100).map((k) => ({ pk: k.pk, sk: k.sk }));
+      for (let round = 0; pending.length > 0; round++) {
+        if (round >= 8) throw new StoreRetryableError('batch get: keys left unprocessed');
+        if (round > 0) await sleep(backoffDelay(round, this.retry));
+        const out = await this.send('batch get', () =>
+          this.doc.send(new BatchGetCommand({ RequestItems: { [this.name]: { Keys: pending, ConsistentRead: true } } })),
+        );
+        found.push(...((out.Responses?.[this.name] ?? []) as StoredMeta[]).map(withDefaults));
+        pending = (out.UnprocessedKeys?.[this.name]?.Keys ?? []) as Record<string, unknown>[];
+      }
+    }
+    return found;
+  }
+
+  putAll(items: object[]): Promise<void> {
+    return putAll(this.doc, this.name, items.map(withoutUndefined), this.retry);
+  }
+
+  deleteAll(keys: Key[]): Promise<void> {
+    return deleteAll(this.doc, this.name, keys, this.retry);
+  }
+}
+
+/** The item a failed condition saw: `index` is the transaction entry (0 for a plain update). */
+export function oldImageOf(err: unknown, index = 0): MetaItem | undefined {
+  const e = err as { Item?: Record<string, AttributeValue>; CancellationReasons?: { Item?: Record<string, AttributeValue> }[] };
+  const raw = e?.CancellationReasons ? e.CancellationReasons[index]?.Item : e?.Item;
+  return raw ? withDefaults(unmarshall(raw) as StoredMeta) : undefined;
+}
+
+/** The raw old image of a transaction entry whose condition failed (any item type). */
+export function oldItemOf<T>(err: unknown, index: number): T | undefined {
+  const raw = (err as { CancellationReasons?: { Item?: Record<string, AttributeValue> }[] })?.CancellationReasons?.[index]?.Item;
+  return raw ? (unmarshall(raw) as T) : undefined;
+}
+
+/** Whether transaction entry `index` failed its condition (a plain update: index 0). */
+export function conditionFailedAt(err: unknown, index: number): boolean {
+  if (!isConditionFailure(err)) return false;
+  const codes = cancellationCodes(err);
+  return codes.length === 0 ? index === 0 : codes[index] === 'ConditionalCheckFailed';
+}
+
+export function withoutUndefined<T extends object>(item: T): T {
+  return Object.fromEntries(Object.entries(item).filter(([, v]) => v !== undefined)) as T;
+}
