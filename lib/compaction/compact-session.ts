@@ -130,11 +130,13 @@ export async function compactSession(
     scope.attempt = begun.attempt;
 
     // L6: prove we still own the lease (the fence was issued after Redis said yes), beside the read (P1).
-    const [owned, input] = await Promise.all([leaseApi.refresh(lease, ttlMs), store.readSnapshot(ref, begun)]);
+    const ownership = leaseApi.refresh(lease, ttlMs);
+    const [owned, input] = await Promise.all([ownership, store.readSnapshot(ref, begun)]);
     if (!owned.refreshed) return owned.reason === 'no_quorum' ? skipped('lease_unavailable', ref.sessionId) : skipped('lease_lost', ref.sessionId);
     if (input.length === 0) return noop('nothing_to_compact', []);
 
-    startKeepAlive(begun);
+    // The ownership check was the refresher's first refresh (L5 "once immediately"): no second round.
+    startKeepAlive(begun, ownership.then((r) => r.refreshed));
     if (fence.cancelled) return cancelled(input);
 
     // C6: exactly one call, only declared options; its errors propagate (finally cleans up).
@@ -183,14 +185,13 @@ export async function compactSession(
   }
 
   /** L5 refresher (its refreshes keep the attempt record's expiry in step) and the C5 heartbeat. */
-  function startKeepAlive(begun: BegunAttempt): void {
+  function startKeepAlive(begun: BegunAttempt, initial: Promise<boolean>): void {
     let recorded = begun.attempt.leaseExpiresAt;
     scope.refresher = (deps.createRefresher ?? ((o) => new LeaseRefresher(o)))({
       refresh: async () => {
         const r = await leaseApi.refresh(lease, ttlMs);
-        // The sweep (S1) must never take a live, refreshed attempt for an abandoned one. A refresh
-        // that barely moves the expiry (the first one, right after the ownership check) writes nothing.
-        if (r.refreshed && r.expiresAt - recorded > ttlMs / 4) {
+        // The sweep (S1) must never take a live, refreshed attempt for an abandoned one.
+        if (r.refreshed && r.expiresAt > recorded) {
           await store.extendAttempt(ref, begun.attempt, r.expiresAt).then(
             (ok) => {
               if (ok) recorded = r.expiresAt;
@@ -200,6 +201,7 @@ export async function compactSession(
         }
         return r.refreshed;
       },
+      initial,
       ttlMs,
       ...(deps.refreshIntervalMs !== undefined ? { intervalMs: deps.refreshIntervalMs } : {}),
       onGiveUp: (reason) => log.warn('lease refresher gave up; the attempt will not commit', { reason }),

@@ -82,6 +82,8 @@ export interface AttemptRefresher {
 
 export interface AttemptRefresherOptions {
   refresh: () => Promise<boolean>;
+  /** The ownership check already made: the refresher's immediate first refresh (L5, P1). */
+  initial?: Promise<boolean>;
   ttlMs: number;
   intervalMs?: number;
   onGiveUp?: (reason: string) => void;

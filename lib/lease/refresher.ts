@@ -28,6 +28,11 @@ export function refreshFailureCap(ttlMs: number, intervalMs: number): number {
 export interface LeaseRefresherOptions {
   /** One refresh; false or a throw counts as a failure. */
   refresh: () => Promise<boolean>;
+  /**
+   * A refresh the caller already started (the attempt's L6 ownership check): it is the
+   * refresher's immediate first refresh, so starting costs no second Redis round (P1).
+   */
+  initial?: Promise<boolean>;
   ttlMs: number;
   intervalMs?: number;
   clock?: RefresherClock;
@@ -43,6 +48,7 @@ export class LeaseRefresher {
   readonly cap: number;
   private readonly controller = new AbortController();
   private readonly refreshOnce: () => Promise<boolean>;
+  private initial: Promise<boolean> | undefined;
   private readonly clock: RefresherClock;
   private readonly onGiveUp: ((reason: string) => void) | undefined;
   private started = false;
@@ -57,6 +63,7 @@ export class LeaseRefresher {
     assertPositive('intervalMs', this.intervalMs);
     this.cap = refreshFailureCap(opts.ttlMs, this.intervalMs);
     this.refreshOnce = opts.refresh;
+    this.initial = opts.initial;
     this.clock = opts.clock ?? systemClock;
     this.onGiveUp = opts.onGiveUp;
   }
@@ -98,8 +105,10 @@ export class LeaseRefresher {
   }
 
   private async runOnce(): Promise<boolean> {
+    const first = this.initial;
+    this.initial = undefined;
     try {
-      return (await this.refreshOnce()) === true;
+      return (await (first ?? this.refreshOnce())) === true;
     } catch {
       return false;
     }

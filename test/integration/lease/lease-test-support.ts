@@ -1,21 +1,9 @@
-// Shared helpers for lease integration tests: real ioredis clients (via lib/clients.ts)
-// and a counter FenceIssuer (the injected dependency, not a Redis mock).
+// Shared helpers for lease integration tests: real ioredis clients (via lib/clients.ts).
 import { randomUUID } from 'node:crypto';
 import type { Redis } from 'ioredis';
 import { afterAll, beforeAll, expect, vi } from 'vitest';
 import { createRedisClients, waitForRedis } from '../../../lib/clients.js';
-import { SessionLease, type AcquireResult, type FenceIssuer, type Lease, type LeaseApi } from '../../../lib/lease/index.js';
-
-export class CountingFenceIssuer implements FenceIssuer {
-  private readonly counters = new Map<string, number>();
-  readonly calls: string[] = [];
-  async nextFence(sessionKey: string): Promise<number> {
-    this.calls.push(sessionKey);
-    const next = (this.counters.get(sessionKey) ?? 0) + 1;
-    this.counters.set(sessionKey, next);
-    return next;
-  }
-}
+import { SessionLease, type AcquireResult, type Lease, type LeaseApi } from '../../../lib/lease/index.js';
 
 export function sharedRedisUrls(): string[] {
   const urls = process.env.REDIS_URLS?.split(',').filter(Boolean) ?? [];
@@ -30,24 +18,22 @@ export function newSessionKey(): string {
 export interface LeaseHarness {
   lease: SessionLease;
   clients: Redis[];
-  fences: FenceIssuer;
   close(): void;
 }
 
 /** A SessionLease with its own connections (independent, like another Lambda container). */
-export async function leaseOn(urls: readonly string[], fences: FenceIssuer = new CountingFenceIssuer()): Promise<LeaseHarness> {
+export async function leaseOn(urls: readonly string[]): Promise<LeaseHarness> {
   const clients = createRedisClients(urls);
   await waitForRedis(clients);
   return {
-    lease: new SessionLease({ clients, fenceIssuer: fences }),
+    lease: new SessionLease({ clients }),
     clients,
-    fences,
     close: () => clients.forEach((c) => c.disconnect()),
   };
 }
 
 /**
- * Two SessionLeases on the shared nodes (two "containers", one fence counter), opened in beforeAll and
+ * Two SessionLeases on the shared nodes (two "containers"), opened in beforeAll and
  * closed in afterAll of the calling suite. The harnesses are filled in place, so a suite can hold them
  * from its definition on and use them in its tests.
  */
@@ -55,9 +41,8 @@ export function leasePairForSuite(): [LeaseHarness, LeaseHarness] {
   const a = {} as LeaseHarness;
   const b = {} as LeaseHarness;
   beforeAll(async () => {
-    const fences = new CountingFenceIssuer();
-    Object.assign(a, await leaseOn(sharedRedisUrls(), fences));
-    Object.assign(b, await leaseOn(sharedRedisUrls(), fences));
+    Object.assign(a, await leaseOn(sharedRedisUrls()));
+    Object.assign(b, await leaseOn(sharedRedisUrls()));
   });
   afterAll(() => {
     a.close();

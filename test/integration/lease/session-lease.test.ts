@@ -1,15 +1,8 @@
-// SessionLease against the shared 3-node Redis of the test stack (SPEC L1, L2, L3, L6, I3).
+// SessionLease against the shared 3-node Redis of the test stack (SPEC L1, L2, L3, P2, I3).
 import { describe, expect, it, vi } from 'vitest';
-import { SessionLease, type FenceIssuer } from '../../../lib/lease/index.js';
-import {
-  acquired,
-  CountingFenceIssuer,
-  leaseOn,
-  leasePairForSuite,
-  newSessionKey,
-  sharedRedisUrls,
-  valuesOnNodes,
-} from './lease-test-support.js';
+import { SessionLease } from '../../../lib/lease/index.js';
+import { RoundTrips } from '../../support/round-trips.js';
+import { acquired, leasePairForSuite, newSessionKey, valuesOnNodes } from './lease-test-support.js';
 
 const TTL = 30_000;
 
@@ -53,17 +46,39 @@ describe('SessionLease on shared Redis nodes', () => {
     }
   });
 
-  it('L2: contention is decided in one round trip (one SET per node, no retry) while the lease is held', async () => {
+  it('L2 P2: a loser is answered in one round: one SET NX PX GET per node, nothing else, and it names the holder', async () => {
     const key = newSessionKey();
     const held = acquired(await a.lease.tryAcquire(key, { ttlMs: TTL, holder: 'a' }));
     const sets = b.clients.map((c) => vi.spyOn(c, 'set'));
+    const trips = new RoundTrips().watchRedis(b.clients);
     try {
-      const r = await b.lease.tryAcquire(key, { ttlMs: TTL, holder: 'b' });
-      expect(r).toEqual({ acquired: false, holder: held.token });
-      expect(sets.map((s) => s.mock.calls.length)).toEqual([1, 1, 1]);
+      const { result, calls, phases } = await trips.during(() => b.lease.tryAcquire(key, { ttlMs: TTL, holder: 'b' }));
+      expect(result).toEqual({ acquired: false, holder: held.token });
+      // No undo (no node said OK) and no holder read: the GET option of the SET already told us.
+      expect(calls.map((c) => c.op)).toEqual(['set', 'set', 'set']);
+      expect(phases.redisRounds).toBe(1);
+      for (const s of sets) expect(s.mock.calls[0]?.slice(2)).toEqual(['PX', TTL, 'NX', 'GET']);
     } finally {
+      trips.restore();
       sets.forEach((s) => s.mockRestore());
       await a.lease.release(held);
+    }
+  });
+
+  it('P2: a lost round undoes our SET only on the node that stored it, and leaves the holder untouched', async () => {
+    const key = newSessionKey();
+    // Another holder has two of three nodes; node 0 is free, so our SET lands there only.
+    await Promise.all(b.clients.slice(1).map((c) => c.set(`lease:session:${key}`, 'other#1', 'PX', TTL)));
+    const trips = new RoundTrips().watchRedis(a.clients);
+    try {
+      const { result, calls } = await trips.during(() => a.lease.tryAcquire(key, { ttlMs: TTL, holder: 'a' }));
+      expect(result).toEqual({ acquired: false, holder: 'other#1' });
+      const undo = calls.filter((c) => c.op !== 'set');
+      expect(undo.map((c) => c.node)).toEqual([0]);
+      expect(await valuesOnNodes(a.clients, key)).toEqual([null, 'other#1', 'other#1']);
+    } finally {
+      trips.restore();
+      await Promise.all(a.clients.map((c) => c.del(`lease:session:${key}`)));
     }
   });
 
@@ -78,7 +93,7 @@ describe('SessionLease on shared Redis nodes', () => {
     await b.lease.release(l2);
   });
 
-  it('L2: acquired result carries token, fence and expiresAt = start + ttl - drift', async () => {
+  it('L2: acquired result carries token and expiresAt = start + ttl - drift', async () => {
     const key = newSessionKey();
     const before = Date.now();
     const lease = acquired(await a.lease.tryAcquire(key, { ttlMs: 10_000, holder: 'a' }));
@@ -87,7 +102,6 @@ describe('SessionLease on shared Redis nodes', () => {
     expect(lease.ttlMs).toBe(10_000);
     expect(lease.expiresAt).toBeGreaterThanOrEqual(before + 10_000 - drift);
     expect(lease.expiresAt).toBeLessThanOrEqual(after + 10_000 - drift);
-    expect(lease.fence).toBe(1);
     await a.lease.release(lease);
   });
 
@@ -146,57 +160,13 @@ describe('SessionLease on shared Redis nodes', () => {
     await b.lease.release(next);
   });
 
-  it('L6: fence numbers increase per session across acquires and holders (from the injected issuer)', async () => {
-    const k1 = newSessionKey();
-    const k2 = newSessionKey();
-    const seen: number[] = [];
-    for (const h of [a, b, a, b]) {
-      const lease = acquired(await h.lease.tryAcquire(k1, { ttlMs: TTL, holder: 'x' }));
-      seen.push(lease.fence);
-      await h.lease.release(lease);
-    }
-    expect(seen).toEqual([1, 2, 3, 4]);
-    const other = acquired(await a.lease.tryAcquire(k2, { ttlMs: TTL, holder: 'x' }));
-    expect(other.fence).toBe(1);
-    await a.lease.release(other);
-  });
-
-  it('L6: the fence is only issued to the winner (a lost race issues none)', async () => {
-    const fences = new CountingFenceIssuer();
-    const c = await leaseOn(sharedRedisUrls(), fences);
-    try {
-      const key = newSessionKey();
-      const held = acquired(await a.lease.tryAcquire(key, { ttlMs: TTL, holder: 'a' }));
-      expect(await c.lease.tryAcquire(key, { ttlMs: TTL, holder: 'c' })).toMatchObject({ acquired: false });
-      expect(fences.calls).toEqual([]);
-      await a.lease.release(held);
-    } finally {
-      c.close();
-    }
-  });
-
-  it('L6/I3: a failing fence issuer releases the lease and rethrows', async () => {
-    const boom = new Error('fence counter unavailable');
-    const failing: FenceIssuer = { nextFence: () => Promise.reject(boom) };
-    const c = await leaseOn(sharedRedisUrls(), failing);
-    try {
-      const key = newSessionKey();
-      await expect(c.lease.tryAcquire(key, { ttlMs: TTL, holder: 'c' })).rejects.toBe(boom);
-      expect(await valuesOnNodes(c.clients, key)).toEqual([null, null, null]);
-      const next = acquired(await a.lease.tryAcquire(key, { ttlMs: TTL, holder: 'a' }));
-      await a.lease.release(next);
-    } finally {
-      c.close();
-    }
-  });
-
   it('L2: rejects a non-integer or non-positive ttl before touching Redis', async () => {
     await expect(a.lease.tryAcquire(newSessionKey(), { ttlMs: 0, holder: 'a' })).rejects.toBeInstanceOf(RangeError);
     await expect(a.lease.tryAcquire(newSessionKey(), { ttlMs: 1.5, holder: 'a' })).rejects.toBeInstanceOf(RangeError);
   });
 
   it('L1: a custom key prefix is honoured', async () => {
-    const lease = new SessionLease({ clients: a.clients, fenceIssuer: new CountingFenceIssuer(), keyPrefix: 'test:lease:' });
+    const lease = new SessionLease({ clients: a.clients, keyPrefix: 'test:lease:' });
     const key = newSessionKey();
     const l = acquired(await lease.tryAcquire(key, { ttlMs: TTL, holder: 'p' }));
     expect(await a.clients[0]!.get(`test:lease:${key}`)).toBe(l.token);

@@ -5,7 +5,7 @@ import { quorumSize, tallyAcquire, type NodeVote } from '../../../lib/lease/quor
 const never = () => new Promise<NodeVote>(() => undefined);
 const vote = (v: NodeVote) => () => Promise.resolve(v);
 const FOR: NodeVote = { kind: 'for' };
-const LOCKED: NodeVote = { kind: 'locked' };
+const LOCKED: NodeVote = { kind: 'locked', holder: 'h#1' };
 const ERR: NodeVote = { kind: 'error', error: new Error('down') };
 
 describe('quorum tally', () => {
@@ -35,7 +35,7 @@ describe('quorum tally', () => {
   it('L4: a rejected vote counts as an error', async () => {
     const t = await tallyAcquire([() => Promise.reject(new Error('x')), vote(ERR), vote(FOR)]);
     expect(t.decision).toBe('unavailable');
-    expect(t.votes.filter((v) => v.kind === 'error')).toHaveLength(2);
+    expect(t.votes.filter((v) => v?.kind === 'error')).toHaveLength(2);
   });
 
   it('L4: one for, one error, one locked on three nodes is not a win', async () => {
