@@ -17,6 +17,7 @@ export class AttemptScope {
   attempt: AttemptRecord | undefined;
   refresher: AttemptRefresher | undefined;
   heartbeat: ActivityHeartbeat | undefined;
+  commitStarted = false;
   committed = false;
 
   constructor(
@@ -40,7 +41,10 @@ export class AttemptScope {
     }
     if (this.attempt && !this.committed) {
       try {
-        await store.abandonAttempt(this.ref, this.attempt, failed ? ACTIVITY_LABELS.failed : ACTIVITY_LABELS.completed);
+        await store.abandonAttempt(this.ref, this.attempt, {
+          activityLabel: failed ? ACTIVITY_LABELS.failed : ACTIVITY_LABELS.completed,
+          commitStarted: this.commitStarted,
+        });
       } catch (err) {
         log.error('could not clear the compaction attempt; the sweep will', { error: errorText(err) });
       }

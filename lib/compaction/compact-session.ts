@@ -178,6 +178,7 @@ export async function compactSession(
     if (!fence.enterCommit()) return cancelled(input);
     try {
       await scope.quiet();
+      scope.commitStarted = true;
       return await commit(begun, anchored, adapter);
     } finally {
       fence.finishCommit();

@@ -228,8 +228,11 @@ export interface LineageStore {
   commitRotation(ref: SessionRef, begun: BegunAttempt, input: CommitInput): Promise<RotationCommitted>;
   /** SPEC C11: a fenced flip to a new generation; the replaced one is archived off the path (P3). */
   commitInPlace(ref: SessionRef, begun: BegunAttempt, input: CommitInput): Promise<InPlaceCommitted>;
-  /** Clears our attempt (if still ours) with a final activity mark and deletes what it wrote. Idempotent. */
-  abandonAttempt(ref: SessionRef, attempt: AttemptRecord, activityLabel?: string): Promise<void>;
+  /**
+   * Clears our attempt (if still ours) with a final activity mark. After a commit that started
+   * (`commitStarted`), also deletes what it may have written. Idempotent.
+   */
+  abandonAttempt(ref: SessionRef, attempt: AttemptRecord, opts?: { activityLabel?: string; commitStarted?: boolean }): Promise<void>;
   /** Moves the recorded lease expiry of a still-current attempt (after a lease refresh). False when it is gone. */
   extendAttempt(ref: SessionRef, attempt: AttemptRecord, leaseExpiresAt: number): Promise<boolean>;
   /** Runs deferred work now (archive after an in-place commit); the sweep does it otherwise. */

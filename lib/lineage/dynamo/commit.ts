@@ -250,7 +250,7 @@ export class Commits {
       }
       throw new StoreRetryableError(`${s.what} on ${ref.sessionId}: the session kept changing`);
     } catch (err) {
-      await this.discard(ref, attempt, s, preWritten, sealed);
+      await this.discard(ref, attempt, s, preWritten);
       throw err;
     }
   }
@@ -318,15 +318,16 @@ export class Commits {
     }
   }
 
-  /** After a failed commit: our pre-written items go, the seal comes down; the attempt record is the caller's. */
-  private async discard<R>(ref: SessionRef, attempt: AttemptRecord, s: Strategy<R>, preWritten: number, sealed: boolean): Promise<void> {
+  /**
+   * After a failed commit: our attempt record goes first (a transaction still in flight, after a
+   * transport error, then cannot land), then the items we wrote before the flip, unless the
+   * record shows our commit did land. The seal goes with the attempt record.
+   */
+  private async discard<R>(ref: SessionRef, attempt: AttemptRecord, s: Strategy<R>, preWritten: number): Promise<void> {
     try {
-      if (sealed) {
-        await this.table.updateIf('lift seal', ref, { update: 'REMOVE #seal', condition: '#seal.#attemptId = :aid' }, { ':aid': attempt.attemptId });
-      }
+      await this.attempts.clear(ref, attempt, 'compaction failed');
       if (preWritten > 0) {
         const meta = await this.table.getMeta(ref);
-        // Only while the items are still unreachable: a child without a record, a generation not active.
         if (!meta || !s.isOurs(meta)) {
           await this.table.deleteAll(Array.from({ length: preWritten }, (_, i) => ({ pk: s.targetPk, sk: messageSk(s.targetGeneration, i + 1) })));
         }

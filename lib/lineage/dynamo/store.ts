@@ -136,8 +136,10 @@ export class DynamoLineageStore implements LineageStore {
   commitInPlace(ref: SessionRef, begun: BegunAttempt, input: CommitInput): Promise<InPlaceCommitted> {
     return this.commits.inPlace(ref, begun, input);
   }
-  async abandonAttempt(ref: SessionRef, attempt: AttemptRecord, activityLabel?: string): Promise<void> {
-    await this.attempts.clear(ref, attempt, activityLabel);
+  async abandonAttempt(ref: SessionRef, attempt: AttemptRecord, opts: { activityLabel?: string; commitStarted?: boolean } = {}): Promise<void> {
+    await this.attempts.clear(ref, attempt, opts.activityLabel);
+    // Only a commit writes items before its flip; the attempt record is gone now, so no late commit can use them.
+    if (opts.commitStarted) await this.attempts.removeLeftovers(ref, attempt);
   }
   extendAttempt(ref: SessionRef, attempt: AttemptRecord, leaseExpiresAt: number): Promise<boolean> {
     return this.attempts.extend(ref, attempt, leaseExpiresAt);

@@ -4,9 +4,9 @@
 // between a commit's message writes and its conditional flip (SPEC I1, I2, C10, C11, L6).
 import type { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { afterAll, describe, expect, it } from 'vitest';
-import { FenceStaleError, StoreRetryableError } from '../../../lib/lineage/index.js';
-import type { Message } from '../../../lib/messages.js';
-import { begin, dynamoClient, makeStore, msg, msgs, newSession, rawItems } from './support.js';
+import { FenceStaleError, SessionEndedError, StoreRetryableError } from '../../../lib/lineage/index.js';
+import type { Item } from '../../../lib/items/types.js';
+import { append, begin, commitInput, dynamoClient, makeStore, msg, msgs, newSession, rawItems } from './support.js';
 
 type Matcher = (commandName: string, input: Record<string, unknown>) => boolean;
 const clients: DynamoDBClient[] = [];
@@ -41,7 +41,11 @@ const serviceError = (name: string, extra: Record<string, unknown> = {}) => () =
   Object.assign(new Error(name), { name, $fault: 'client', $metadata: { httpStatusCode: 400 }, ...extra });
 
 const isCommand = (name: string): Matcher => (cmd) => cmd === name;
-const summary: Message = { role: 'user', content: 'summary' };
+const summary: Item = { role: 'assistant', content: 'summary' };
+const isTransaction = isCommandName('TransactWriteItemsCommand');
+function isCommandName(name: string): Matcher {
+  return (cmd) => cmd === name;
+}
 const fastRetry = { baseDelayMs: 5, maxDelayMs: 20 };
 
 describe('bounded retries', () => {
@@ -62,7 +66,7 @@ describe('bounded retries', () => {
     const store = makeStore(client, { retry: fastRetry });
     const ref = await newSession(store, []);
     const state = injectBefore(client, isCommand('UpdateItemCommand'), serviceError('ProvisionedThroughputExceededException'), 2);
-    await expect(store.nextFence(`${ref.tenantId}/${ref.sessionId}`)).resolves.toBe(1);
+    await expect(begin(store, ref)).resolves.toMatchObject({ attempt: { fence: 1 } });
     expect(state.calls).toBe(3);
   });
 
@@ -75,9 +79,9 @@ describe('bounded retries', () => {
       isCommand('TransactWriteItemsCommand'),
       serviceError('TransactionCanceledException', { CancellationReasons: [{ Code: 'TransactionConflict' }, { Code: 'None' }] }),
     );
-    await expect(store.appendMessages(ref, [msg(2)])).rejects.toBeInstanceOf(StoreRetryableError);
+    await expect(append(store, ref, [msg(2)])).rejects.toBeInstanceOf(StoreRetryableError);
     expect(state.calls).toBe(5);
-    expect(await makeStore().readMessages(ref)).toEqual([msg(1)]);
+    expect(await makeStore().readAll(ref)).toEqual([msg(1)]);
   });
 
   it('TransactionConflictException on a commit is retried and the commit then succeeds', async () => {
@@ -86,7 +90,7 @@ describe('bounded retries', () => {
     const ref = await newSession(store);
     const begun = await begin(store, ref);
     const state = injectBefore(client, isCommand('TransactWriteItemsCommand'), serviceError('TransactionConflictException'), 3);
-    const out = await store.commitRotation(ref, begun.attempt, [summary]);
+    const out = await store.commitRotation(ref, begun, commitInput([summary]));
     expect(state.calls).toBe(4);
     expect(out.child.sessionId).toBe(begun.attempt.pendingChildId);
   });
@@ -127,10 +131,10 @@ describe('lost commit responses', () => {
       },
       { step: 'deserialize', name: 'commitThen500' },
     );
-    const out = await store.appendMessages(ref, msgs(3, 4));
+    const out = await store.appendItems(ref, { prepare: (s) => ({ items: msgs(3, 4), tokenEstimates: [1, 1] }) });
     expect(state.lost).toBe(1);
-    expect(out.appended).toBe(2);
-    expect(await store.readMessages(ref)).toEqual(msgs(1, 4));
+    expect(out).toMatchObject({ replayed: false, appended: 2 });
+    expect(await store.readAll(ref)).toEqual(msgs(1, 4));
   });
 
   it('C10/I2: a rotation that committed but whose response was lost is detected and reported as success, one child', async () => {
@@ -140,16 +144,16 @@ describe('lost commit responses', () => {
     const begun = await begin(store, ref);
     const state = loseResponseOnce(client, isCommand('TransactWriteItemsCommand'));
 
-    const out = await store.commitRotation(ref, begun.attempt, [summary]);
+    const out = await store.commitRotation(ref, begun, commitInput([summary]));
     expect(state.lost).toBe(1);
     expect(out.child.sessionId).toBe(begun.attempt.pendingChildId);
-    expect(out.messages).toEqual([summary]);
+    expect(out.items).toEqual([summary]);
     const children = await store.children(ref);
     expect(children.map((c) => c.sessionId)).toEqual([begun.attempt.pendingChildId]);
-    // The child's messages were not cleaned up as if the commit had failed.
-    expect(await store.readMessages({ tenantId: ref.tenantId, sessionId: out.child.sessionId })).toEqual([summary]);
+    // The child's items were not cleaned up as if the commit had failed.
+    expect(await store.readAll({ tenantId: ref.tenantId, sessionId: out.child.sessionId })).toEqual([summary]);
     // A caller retrying the same attempt is told the same thing.
-    const again = await store.commitRotation(ref, begun.attempt, [summary]);
+    const again = await store.commitRotation(ref, begun, commitInput([summary]));
     expect(again.child.sessionId).toBe(out.child.sessionId);
     expect(await store.children(ref)).toHaveLength(1);
   });
@@ -159,11 +163,11 @@ describe('lost commit responses', () => {
     const store = makeStore(client);
     const ref = await newSession(store, msgs(1, 4));
     const begun = await begin(store, ref);
-    const state = loseResponseOnce(client, (cmd, input) => cmd === 'UpdateItemCommand' && String(input.UpdateExpression).includes('#generation'));
-    const out = await store.commitInPlace(ref, begun.attempt, [summary]);
+    const state = loseResponseOnce(client, isTransaction);
+    const out = await store.commitInPlace(ref, begun, commitInput([summary]));
     expect(state.lost).toBe(1);
-    expect(out.messages).toEqual([summary]);
-    expect(await store.readMessages(ref)).toEqual([summary]);
+    expect(out.items).toEqual([summary]);
+    expect(await store.readAll(ref)).toEqual([summary]);
   });
 });
 
@@ -183,20 +187,23 @@ describe('a newer attempt begins mid-commit (L6)', () => {
     );
   }
 
-  it('L6/C10: rotation after its child messages were written is refused; the pending child messages are deleted', async () => {
+  /** Compacted items too many for one transaction, so the commit writes them before its flip. */
+  const many = Array.from({ length: 120 }, (_, k): Item => ({ role: 'assistant', content: `kept ${k}` }));
+
+  it('L6/C10: rotation after its child items were written is refused; the pending child items are deleted', async () => {
     const client = faultyClient();
     const store = makeStore(client);
     const other = makeStore();
     const ref = await newSession(store, msgs(1, 4));
-    const a = await begin(store, ref, 'A');
+    const a = await begin(store, ref, 'A', -1);
     let b: Awaited<ReturnType<typeof begin>> | undefined;
-    beforeSending(client, isCommand('TransactWriteItemsCommand'), async () => {
+    beforeSending(client, isTransaction, async () => {
       b = await begin(other, ref, 'B');
     });
-    await expect(store.commitRotation(ref, a.attempt, [summary, msg(4)])).rejects.toBeInstanceOf(FenceStaleError);
+    await expect(store.commitRotation(ref, a, commitInput(many))).rejects.toBeInstanceOf(FenceStaleError);
     expect(await rawItems(client, { tenantId: ref.tenantId, sessionId: a.attempt.pendingChildId })).toEqual([]);
     expect((await other.getSession(ref))?.attempt?.attemptId).toBe(b?.attempt.attemptId);
-    expect(await other.readMessages(ref)).toEqual(msgs(1, 4));
+    expect(await other.readAll(ref)).toEqual(msgs(1, 4));
     expect(await other.children(ref)).toEqual([]);
   });
 
@@ -205,59 +212,96 @@ describe('a newer attempt begins mid-commit (L6)', () => {
     const store = makeStore(client);
     const other = makeStore();
     const ref = await newSession(store, msgs(1, 4));
-    const a = await begin(store, ref, 'A');
-    beforeSending(
-      client,
-      (cmd, input) => cmd === 'UpdateItemCommand' && String(input.UpdateExpression).includes('#generation'),
-      () => begin(other, ref, 'B'),
-    );
-    await expect(store.commitInPlace(ref, a.attempt, [summary])).rejects.toBeInstanceOf(FenceStaleError);
+    const a = await begin(store, ref, 'A', -1);
+    beforeSending(client, isTransaction, () => begin(other, ref, 'B'));
+    await expect(store.commitInPlace(ref, a, commitInput(many))).rejects.toBeInstanceOf(FenceStaleError);
     const items = (await rawItems(client, ref)).filter((i) => String(i.sk).startsWith('MSG#'));
     expect(items.map((i) => i.generation)).toEqual([0, 0, 0, 0]);
-    expect(await other.readMessages(ref)).toEqual(msgs(1, 4));
+    expect(await other.readAll(ref)).toEqual(msgs(1, 4));
   });
 
-  it('I4: an append landing between the tail read and the rotation transaction is carried into the child', async () => {
+  it('I4: an append landing before a pre-written rotation\'s transaction is carried into the child', async () => {
     const client = faultyClient();
     const store = makeStore(client);
     const other = makeStore();
     const ref = await newSession(store, msgs(1, 4));
     const a = await begin(store, ref);
-    await other.appendMessages(ref, [msg(5)]);
-    beforeSending(client, isCommand('TransactWriteItemsCommand'), () => other.appendMessages(ref, [msg(6)]));
-    const out = await store.commitRotation(ref, a.attempt, [summary]);
+    await append(other, ref, [msg(5)]);
+    beforeSending(client, isTransaction, () => append(other, ref, [msg(6)]));
+    const out = await store.commitRotation(ref, a, commitInput(many));
     expect(out.tailCarried).toBe(2);
-    expect(await other.readMessages({ tenantId: ref.tenantId, sessionId: out.child.sessionId })).toEqual([summary, msg(5), msg(6)]);
+    expect(await other.readAll({ tenantId: ref.tenantId, sessionId: out.child.sessionId })).toEqual([...many, msg(5), msg(6)]);
   });
 
-  it('I4: an append landing between the tail read and the in-place flip is carried into the new generation', async () => {
-    const client = faultyClient();
-    const store = makeStore(client);
-    const other = makeStore();
-    const ref = await newSession(store, msgs(1, 4));
-    const a = await begin(store, ref);
-    beforeSending(
-      client,
-      (cmd, input) => cmd === 'UpdateItemCommand' && String(input.UpdateExpression).includes('#generation'),
-      () => other.appendMessages(ref, [msg(5)]),
-    );
-    const out = await store.commitInPlace(ref, a.attempt, [summary]);
-    expect(out.tailCarried).toBe(1);
-    expect(await other.readMessages(ref)).toEqual([summary, msg(5)]);
-  });
-
-  it('S3/C10: the sweep cleaning the attempt between its child-message writes and its transaction makes the commit fail cleanly', async () => {
+  it('S3/C10: the sweep cleaning the attempt between its item writes and its transaction makes the commit fail cleanly', async () => {
     const client = faultyClient();
     const store = makeStore(client);
     const sweeper = makeStore();
     const ref = await newSession(store, msgs(1, 4));
     const a = await begin(store, ref);
-    beforeSending(client, isCommand('TransactWriteItemsCommand'), () => sweeper.cleanExpiredAttempt({ ref, attempt: a.attempt }));
-    await expect(store.commitRotation(ref, a.attempt, [summary])).rejects.toBeInstanceOf(FenceStaleError);
+    beforeSending(client, isTransaction, () => sweeper.cleanExpiredAttempt({ ref, attempt: a.attempt }));
+    await expect(store.commitRotation(ref, a, commitInput(many))).rejects.toBeInstanceOf(FenceStaleError);
     expect(await sweeper.children(ref)).toEqual([]);
     expect(await rawItems(client, { tenantId: ref.tenantId, sessionId: a.attempt.pendingChildId })).toEqual([]);
-    expect(await sweeper.readMessages(ref)).toEqual(msgs(1, 4));
+    expect(await sweeper.readAll(ref)).toEqual(msgs(1, 4));
     expect((await sweeper.getSession(ref))?.endedAt).toBeUndefined();
   });
 });
 
+describe('sustained appends (issue 11: a seal bounds the commit)', () => {
+  /** Before every transaction the committing client sends, another process starts an append and gives it 150 ms to land. */
+  function appendBeforeEveryTransaction(client: DynamoDBClient, ref: Parameters<typeof append>[1]) {
+    const other = makeStore();
+    const state = { transactions: 0, landed: [] as number[], refused: [] as unknown[] };
+    client.middlewareStack.add(
+      (next, context) => async (args) => {
+        if (context.commandName === 'TransactWriteItemsCommand') {
+          const n = 100 + state.transactions++;
+          const appended = append(other, ref, [msg(n)]).then(
+            () => state.landed.push(n),
+            (e: unknown) => state.refused.push(e),
+          );
+          // Under a seal the append waits for it to lift, so this wait times out and the commit goes ahead.
+          await Promise.race([appended, new Promise((r) => setTimeout(r, 150))]);
+        }
+        return next(args);
+      },
+      { step: 'initialize', name: 'appendBeforeEveryTransaction' },
+    );
+    return state;
+  }
+
+  it('I4: in place, an append before every commit transaction: the commit still lands within 3 transactions; every append lands once', async () => {
+    const client = faultyClient();
+    const store = makeStore(client);
+    const ref = await newSession(store, msgs(1, 4));
+    const a = await begin(store, ref);
+    const state = appendBeforeEveryTransaction(client, ref);
+    const out = await store.commitInPlace(ref, a, commitInput([summary]));
+    expect(state.transactions).toBeLessThanOrEqual(3);
+    await expect.poll(() => state.landed.length + state.refused.length, { timeout: 10_000 }).toBe(state.transactions);
+    expect(state.refused).toEqual([]);
+    const final = await makeStore().readAll(ref);
+    // Appends that beat the seal are in the carried tail; the one held back by the seal landed after the flip.
+    expect(final.slice(0, out.items.length)).toEqual(out.items);
+    expect(final.filter((m) => String(m.content).startsWith('message 1')).map((m) => m.content).sort()).toEqual(
+      state.landed.map((n) => `message ${n}`).sort(),
+    );
+  });
+
+  it('I4/F1: rotating, the append held back by the seal is refused afterwards naming the new child (never lost)', async () => {
+    const client = faultyClient();
+    const store = makeStore(client);
+    const ref = await newSession(store, msgs(1, 4));
+    const a = await begin(store, ref);
+    const state = appendBeforeEveryTransaction(client, ref);
+    const out = await store.commitRotation(ref, a, commitInput([summary]));
+    expect(state.transactions).toBeLessThanOrEqual(3);
+    await expect.poll(() => state.landed.length + state.refused.length, { timeout: 10_000 }).toBe(state.transactions);
+    for (const e of state.refused) {
+      expect(e).toBeInstanceOf(SessionEndedError);
+      expect((e as SessionEndedError).liveSessionId).toBe(out.child.sessionId);
+    }
+    expect(out.items.slice(1).map((m) => m.content)).toEqual(state.landed.map((n) => `message ${n}`));
+  });
+});
