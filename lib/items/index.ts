@@ -21,7 +21,7 @@ const base = (format: ItemFormat): FormatAdapter => ({
   toolCallsOf: (): ToolCallRef[] => [],
   toolResultIdOf: () => undefined,
   summaryItem: (t) => (format === 'chat' ? { role: 'assistant', content: t } : { type: 'message', role: 'assistant', content: [{ type: 'output_text', text: t }] }),
-  mergeHumanText: (into, anchor) => ({ ...into, role: 'user', content: `${text(anchor)}\n\n${text(into)}` }),
+  mergeHumanText: (into, anchor) => { const { synthetic: _s, ...rest } = into; return { ...rest, role: "user", content: `${text(anchor)}\n\n${text(into)}` }; },
   render: (item) => `${String(item.role ?? item.type)}: ${text(item)}`,
 });
 

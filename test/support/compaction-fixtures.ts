@@ -6,12 +6,13 @@ import type { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import type { Redis } from 'ioredis';
 import { afterAll, beforeAll } from 'vitest';
 import { createDynamoClient, createRedisClients, waitForRedis } from '../../lib/clients.js';
-import type { CompressionEngine, CompressOptionName, CompressOptions, CompressResult } from '../../lib/compressors/types.js';
-import type { CompactionDeps, RefresherFactory } from '../../lib/compaction/types.js';
+import type { CompressionEngine, CompressOptionName, CompressOptions, CompressResult, Transcript } from '../../lib/compressors/types.js';
+import type { CompactionDeps, CompactionOutcome, RefresherFactory } from '../../lib/compaction/types.js';
+import { SUMMARY_PREFIX, type Item, type ItemFormat } from '../../lib/items/types.js';
 import { DEFAULT_LEASE_KEY_PREFIX, LeaseRefresher, SessionLease } from '../../lib/lease/index.js';
-import { DynamoLineageStore } from '../../lib/lineage/index.js';
+import { DynamoLineageStore } from '../../lib/lineage/dynamo/store.js';
+import { asIs } from '../../lib/lineage/prepare.js';
 import type { SessionRecord } from '../../lib/lineage/types.js';
-import { SUMMARY_PREFIX, type Message } from '../../lib/messages.js';
 import { sessionKey, type SessionRef } from '../../lib/session-ref.js';
 
 /** One independent contender: its own Redis connections, DynamoDB client, store and lease. */
@@ -28,7 +29,7 @@ export async function createContender(): Promise<Contender> {
   await waitForRedis(redis);
   const ddb = createDynamoClient({ endpoint: process.env.DYNAMODB_ENDPOINT, maxAttempts: 3 });
   const store = new DynamoLineageStore({ client: ddb, tableName: process.env.TABLE_NAME! });
-  const lease = new SessionLease({ clients: redis, fenceIssuer: store });
+  const lease = new SessionLease({ clients: redis });
   return {
     redis,
     ddb,
@@ -67,25 +68,31 @@ export function depsOn(c: Contender, extra: Partial<CompactionDeps> = {}): Compa
   return { lease: c.lease, store: c.store, engine: testEngine(), leaseTtlMs: 10_000, ...extra };
 }
 
-export function userTurns(n: number, prefix = 'm'): Message[] {
-  return Array.from({ length: n }, (_, i) => ({ role: 'user' as const, content: `${prefix}${i}` }));
+export function userTurns(n: number, prefix = 'm'): Item[] {
+  return Array.from({ length: n }, (_, i) => ({ role: 'user', content: `${prefix}${i}` }));
 }
 
-/** A new session (fresh tenant) holding `messages`. */
-export async function seedSession(store: DynamoLineageStore, messages: readonly Message[] = userTurns(20)): Promise<SessionRef> {
-  const s = await store.createSession({ tenantId: `t-${randomUUID()}`, source: 'test' });
-  const ref = { tenantId: s.tenantId, sessionId: s.sessionId };
-  if (messages.length > 0) await store.appendMessages(ref, messages);
+/** A new session (fresh tenant) holding `items`. */
+export async function seedSession(store: DynamoLineageStore, items: readonly Item[] = userTurns(20), format: ItemFormat = 'chat'): Promise<SessionRef> {
+  const r = await store.createSession({ tenantId: `t-${randomUUID()}`, source: 'test', format });
+  if (r.replayed) throw new Error('unexpected replay');
+  const ref = { tenantId: r.session.tenantId, sessionId: r.session.sessionId };
+  for (let i = 0; i < items.length; i += 98) await store.appendItems(ref, { prepare: asIs(items.slice(i, i + 98)) });
   return ref;
 }
 
-export const SUMMARY: Message[] = [
+/** Appends as an agent would while a compaction runs. */
+export function appendTo(store: DynamoLineageStore, ref: SessionRef, items: readonly Item[]) {
+  return store.appendItems(ref, { prepare: asIs(items) });
+}
+
+export const SUMMARY: Item[] = [
   { role: 'user', content: `${SUMMARY_PREFIX} summary` },
   { role: 'user', content: 'tail' },
 ];
 
 export interface TestEngine extends CompressionEngine {
-  readonly calls: { messages: readonly Message[]; options: CompressOptions }[];
+  readonly calls: { items: readonly Item[]; format: ItemFormat; options: CompressOptions }[];
 }
 
 /**
@@ -93,8 +100,8 @@ export interface TestEngine extends CompressionEngine {
  * Default: returns the seed's summary (prefix summary + "tail").
  */
 export function testEngine(
-  behaviour: (messages: readonly Message[], options: CompressOptions) => Promise<CompressResult> | CompressResult = () => ({
-    messages: structuredClone(SUMMARY),
+  behaviour: (items: readonly Item[], options: CompressOptions) => Promise<CompressResult> | CompressResult = () => ({
+    items: structuredClone(SUMMARY),
   }),
   acceptedOptions: readonly CompressOptionName[] = ['keepLast', 'targetTokens', 'signal', 'deadline'],
 ): TestEngine {
@@ -103,9 +110,9 @@ export function testEngine(
     name: 'test-engine',
     acceptedOptions,
     calls,
-    async compress(messages, options) {
-      calls.push({ messages, options });
-      return behaviour(messages, options);
+    async compress(transcript: Transcript, options) {
+      calls.push({ items: transcript.items, format: transcript.format, options });
+      return behaviour(transcript.items, options);
     },
   };
 }
@@ -141,13 +148,13 @@ export async function waitFor(cond: () => boolean | Promise<boolean>, what: stri
 export interface SessionSnapshot {
   session: SessionRecord | null;
   children: SessionRecord[];
-  messages: Message[];
+  items: Item[];
 }
 
 /** What a session looks like in the store, minus the fields that may change without a write to its lineage. */
 export async function snapshot(store: DynamoLineageStore, ref: SessionRef): Promise<SessionSnapshot> {
-  const [session, children, messages] = await Promise.all([store.getSession(ref), store.children(ref), store.readMessages(ref)]);
-  return { session, children, messages };
+  const [session, children, items] = await Promise.all([store.getSession(ref), store.children(ref), store.readAll(ref)]);
+  return { session, children, items };
 }
 
 /** The parts of a session record a compaction would change (C7: "untouched"). */
@@ -217,4 +224,10 @@ export async function expectNoFurtherRefreshes(entry: { refreshes: number; refre
 
 export function leaseKeyOf(ref: SessionRef): string {
   return `${DEFAULT_LEASE_KEY_PREFIX}${sessionKey(ref)}`;
+}
+
+/** The live items of a compressed outcome; fails the test on any other outcome. */
+export function compressedItems(o: CompactionOutcome): Item[] {
+  if (o.outcome !== 'compressed') throw new Error(`expected compressed, got ${o.outcome}${'reason' in o ? `/${o.reason}` : ''}`);
+  return o.items;
 }

@@ -1,4 +1,5 @@
 // Outcomes of one attempt against real Redis + DynamoDB Local: C1, C2, C4, C7, C10, C11, C13.
+import { randomUUID } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
 import { createRedisClients, waitForRedis } from '../../../lib/clients.js';
 import { compactSession } from '../../../lib/compaction/index.js';
@@ -6,7 +7,9 @@ import type { CompactionDeps } from '../../../lib/compaction/types.js';
 import { SessionLease } from '../../../lib/lease/index.js';
 import { sessionKey } from '../../../lib/session-ref.js';
 import { freePort, startRedis } from '../../../infra/local/processes.js';
+import { putRawMeta } from '../lineage/support.js';
 import {
+  appendTo,
   contenderForSuite,
   depsOn,
   lineageFields,
@@ -29,14 +32,14 @@ describe('compactSession outcomes', () => {
     expect(out.mode).toBe('rotate');
     expect(out.previousSessionId).toBe(ref.sessionId);
     expect(out.sessionId).not.toBe(ref.sessionId);
-    expect(out.messages.map((m) => m.content)).toEqual(SUMMARY.map((m) => m.content));
+    expect(out.items.map((m) => m.content)).toEqual(SUMMARY.map((m) => m.content));
     const parent = await c.store.getSession(ref);
     expect(parent?.endReason).toBe('compression');
     expect(parent?.childSessionId).toBe(out.sessionId);
     const children = await c.store.children(ref);
     expect(children.map((s) => s.sessionId)).toEqual([out.sessionId]);
-    const childMessages = await c.store.readMessages({ tenantId: ref.tenantId, sessionId: out.sessionId });
-    expect(childMessages.map((m) => m.content)).toEqual(out.messages.map((m) => m.content));
+    const childItems = await c.store.readAll({ tenantId: ref.tenantId, sessionId: out.sessionId });
+    expect(childItems.map((m) => m.content)).toEqual(out.items.map((m) => m.content));
     expect(await c.lease.holderOf(sessionKey(ref))).toBeNull();
   });
 
@@ -45,18 +48,21 @@ describe('compactSession outcomes', () => {
     const before = await c.store.getSession(ref);
     const out = await compactSession(deps(), { ref, mode: 'in_place', origin: 'manual', holder: 'fn-a' });
     expect(out).toMatchObject({ outcome: 'compressed', mode: 'in_place', sessionId: ref.sessionId, previousSessionId: ref.sessionId });
+    if (out.outcome !== 'compressed') return;
     const after = await c.store.getSession(ref);
     expect(after?.generation).toBeGreaterThan(before!.generation);
     expect(after?.endReason).toBeUndefined();
-    expect((await c.store.readMessages(ref)).map((m) => m.content)).toEqual(out.messages.map((m) => m.content));
+    expect((await c.store.readAll(ref)).map((m) => m.content)).toEqual(out.items.map((m) => m.content));
+    // P3: archiving the replaced generation is handed back, not done on the commit path.
+    expect(out.deferred).toMatchObject({ kind: 'archive', generation: before!.generation });
     expect(await c.store.children(ref)).toEqual([]);
     expect(await c.lease.holderOf(sessionKey(ref))).toBeNull();
   });
 
-  it('C1: the loser of the lease race returns its input verbatim, never calls the engine, changes nothing', async () => {
+  it('C1: the loser of the lease race returns its input verbatim when asked (in-process), never calls the engine, changes nothing', async () => {
     const input = [
-      { role: 'user' as const, content: 'm1' },
-      { role: 'user' as const, content: 'm2' },
+      { role: 'user', content: 'm1' },
+      { role: 'user', content: 'm2' },
     ];
     const ref = await seedSession(c.store, input);
     const held = await c.lease.tryAcquire(sessionKey(ref), { ttlMs: 10_000, holder: 'external_holder' });
@@ -65,9 +71,13 @@ describe('compactSession outcomes', () => {
     try {
       const before = await snapshot(c.store, ref);
       const engine = testEngine();
-      const out = await compactSession(deps(engine), { ref, mode: 'rotate', origin: 'turn', holder: 'fn-b' });
+      const out = await compactSession(deps(engine), { ref, mode: 'rotate', origin: 'turn', holder: 'fn-b', returnInput: true });
       expect(out).toMatchObject({ outcome: 'skipped', reason: 'locked', sessionId: ref.sessionId, holder: held.token });
-      expect(out.messages.map(({ role, content }) => ({ role, content }))).toEqual(input);
+      expect(out.items).toEqual(input);
+      // Without returnInput (HTTP and queue callers) the loser reads nothing: no items in the answer (C1, P2).
+      const lean = await compactSession(deps(engine), { ref, mode: 'rotate', origin: 'turn', holder: 'fn-c' });
+      expect(lean).toMatchObject({ outcome: 'skipped', reason: 'locked', holder: held.token });
+      expect(lean.items).toBeUndefined();
       expect(engine.calls).toHaveLength(0);
       expect(await snapshot(c.store, ref)).toEqual(before);
       // The loser never touched the winner's lease.
@@ -83,7 +93,7 @@ describe('compactSession outcomes', () => {
     try {
       await waitForRedis(clients);
       await Promise.all(nodes.map((n) => n.stop()));
-      const downLease = new SessionLease({ clients, fenceIssuer: c.store });
+      const downLease = new SessionLease({ clients });
       const ref = await seedSession(c.store);
       const before = await snapshot(c.store, ref);
       const engine = testEngine();
@@ -92,7 +102,7 @@ describe('compactSession outcomes', () => {
         { ref, mode: 'rotate', origin: 'turn', holder: 'fn-a' },
       );
       expect(out).toMatchObject({ outcome: 'skipped', reason: 'lease_unavailable', sessionId: ref.sessionId });
-      expect(out.messages).toHaveLength(20);
+      expect(out.items).toBeUndefined();
       expect(engine.calls).toHaveLength(0);
       expect(await snapshot(c.store, ref)).toEqual(before);
     } finally {
@@ -109,7 +119,7 @@ describe('compactSession outcomes', () => {
       const before = await snapshot(c.store, ref);
       const engine = testEngine();
       const out = await compactSession(
-        { ...deps(engine), lease: new SessionLease({ clients, fenceIssuer: c.store }) },
+        { ...deps(engine), lease: new SessionLease({ clients }) },
         { ref, mode: 'in_place', origin: 'turn', holder: 'fn-a' },
       );
       expect(out).toMatchObject({ outcome: 'skipped', reason: 'lease_unavailable' });
@@ -139,21 +149,21 @@ describe('compactSession outcomes', () => {
   describe.each(['rotate', 'in_place'] as const)('C7 no-op results never write (%s)', (mode) => {
     it.each([
       ['empty_result', () => []],
-      ['unchanged', (ms: readonly { role: string; content: string }[]) => structuredClone([...ms])],
-      ['grown', (ms: readonly { role: string; content: string }[]) => [...structuredClone([...ms]), { role: 'assistant', content: 'extra' }]],
+      ['unchanged', (ms: readonly Record<string, unknown>[]) => structuredClone([...ms])],
+      ['grown', (ms: readonly Record<string, unknown>[]) => [...structuredClone([...ms]), { role: 'assistant', content: 'extra' }]],
     ] as const)('C7: %s → noop, input returned, session untouched, no child, lease free', async (reason, make) => {
       const ref = await seedSession(c.store);
       const before = await snapshot(c.store, ref);
-      const engine = testEngine((ms) => ({ messages: make(ms) as never }));
-      const out = await compactSession(deps(engine), { ref, mode, origin: 'turn', holder: 'fn-a' });
+      const engine = testEngine((ms) => ({ items: make(ms) as never }));
+      const out = await compactSession(deps(engine), { ref, mode, origin: 'turn', holder: 'fn-a', returnInput: true });
       expect(out).toMatchObject({ outcome: 'noop', reason, sessionId: ref.sessionId });
-      expect(out.messages).toEqual(before.messages);
+      expect(out.items).toEqual(before.items);
       expect(engine.calls).toHaveLength(1);
       const after = await snapshot(c.store, ref);
       expect(lineageFields(after.session)).toEqual(lineageFields(before.session));
       expect(after.session?.attempt).toBeUndefined();
       expect(after.children).toEqual([]);
-      expect(after.messages).toEqual(before.messages);
+      expect(after.items).toEqual(before.items);
       expect(await c.lease.holderOf(sessionKey(ref))).toBeNull();
     });
   });
@@ -161,8 +171,8 @@ describe('compactSession outcomes', () => {
   it('C7: an empty session is nothing to compact: engine not called, nothing written', async () => {
     const ref = await seedSession(c.store, []);
     const engine = testEngine();
-    const out = await compactSession(deps(engine), { ref, mode: 'rotate', origin: 'turn', holder: 'fn-a' });
-    expect(out).toMatchObject({ outcome: 'noop', reason: 'nothing_to_compact', messages: [] });
+    const out = await compactSession(deps(engine), { ref, mode: 'rotate', origin: 'turn', holder: 'fn-a', returnInput: true });
+    expect(out).toMatchObject({ outcome: 'noop', reason: 'nothing_to_compact', items: [] });
     expect(engine.calls).toHaveLength(0);
     expect(await c.store.children(ref)).toEqual([]);
     expect(await c.lease.holderOf(sessionKey(ref))).toBeNull();
@@ -176,10 +186,10 @@ describe('compactSession outcomes', () => {
     const spyLease = { ...c.lease, tryAcquire: () => Promise.reject(new Error('must not be called')) } as unknown as CompactionDeps['lease'];
     const out = await compactSession(
       { ...deps(engine), lease: spyLease, onWarning: (w) => seen.push(w) },
-      { ref, mode: 'rotate', origin: 'review', holder: 'review-fork' },
+      { ref, mode: 'rotate', origin: 'review', holder: 'review-fork', returnInput: true },
     );
     expect(out).toMatchObject({ outcome: 'disabled', reason: 'review_origin', sessionId: ref.sessionId });
-    expect(out.messages).toEqual(before.messages);
+    expect(out.items).toEqual(before.items);
     expect(engine.calls).toHaveLength(0);
     expect(seen).toEqual([]);
     expect(await snapshot(c.store, ref)).toEqual(before);
@@ -192,16 +202,27 @@ describe('compactSession outcomes', () => {
     await compactSession(deps(strict), { ref, mode: 'rotate', origin: 'turn', holder: 'fn-a', keepLast: 3, targetTokens: 500, focus: 'x' });
     expect(strict.calls).toHaveLength(1);
     expect(strict.calls[0]!.options).toEqual({ keepLast: 3, targetTokens: 500 });
-    expect(strict.calls[0]!.messages).toHaveLength(20);
+    expect(strict.calls[0]!.items).toHaveLength(20);
+    expect(strict.calls[0]!.format).toBe('chat');
   });
 
-  it('C3: a session record without any fence attribute (pre-fencing) still compacts once and makes progress', async () => {
-    const ref = await seedSession(c.store);
-    const s = await c.store.getSession(ref);
-    expect(s?.fence).toBeUndefined();
-    const out = await compactSession(deps(), { ref, mode: 'rotate', origin: 'turn', holder: 'fn-a' });
-    expect(out.outcome).toBe('compressed');
-    expect(out.messages.length).toBeLessThan(20);
-    expect(await c.store.children(ref)).toHaveLength(1);
-  });
+  it.each(['rotate', 'in_place'] as const)(
+    'C3: a real pre-fencing record (no fence, counter, version, format or token estimate) compacts once through compactSession (%s)',
+    async (mode) => {
+      const ref = { tenantId: `t-${randomUUID()}`, sessionId: `legacy-${randomUUID()}` };
+      await putRawMeta(c.ddb, ref, { generation: 2, messageCount: 0, lastSeq: 0 });
+      await appendTo(c.store, ref, Array.from({ length: 20 }, (_, i) => ({ role: 'user', content: `m${i}` })));
+      expect((await c.store.getSession(ref))?.fence).toBeUndefined();
+      const out = await compactSession(deps(), { ref, mode, origin: 'turn', holder: 'fn-a' });
+      expect(out.outcome).toBe('compressed');
+      if (out.outcome !== 'compressed') return;
+      expect(out.items.length).toBeLessThan(20);
+      const after = await c.store.getSession(ref);
+      expect(after?.fence).toBeGreaterThan(2);
+      expect(await c.store.children(ref)).toHaveLength(mode === 'rotate' ? 1 : 0);
+      // And again: progress, not a loop (the second in-place compaction sees the compacted list).
+      const again = await compactSession(deps(), { ref: mode === 'rotate' ? { tenantId: ref.tenantId, sessionId: out.sessionId } : ref, mode, origin: 'turn', holder: 'fn-b' });
+      expect(['compressed', 'noop']).toContain(again.outcome);
+    },
+  );
 });

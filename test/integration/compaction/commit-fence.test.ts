@@ -37,27 +37,27 @@ describe('commit fence', () => {
       started.resolve();
       await release.promise;
       expect(opts.signal?.aborted).toBe(true); // the engine hears about the cancel
-      return { messages: structuredClone(SUMMARY) };
+      return { items: structuredClone(SUMMARY) };
     });
     const fence = new CommitFence();
-    const running = compactSession(deps({ store, engine }), { ref, mode: 'in_place', origin: 'turn', holder: 'hygiene' }, { commitFence: fence });
+    const running = compactSession(deps({ store, engine }), { ref, mode: 'in_place', origin: 'turn', holder: 'hygiene', returnInput: true }, { commitFence: fence });
     await started.promise;
     expect(await fence.cancel()).toBe(true);
     release.resolve();
     const out = await running;
     expect(out).toMatchObject({ outcome: 'cancelled', sessionId: ref.sessionId });
-    expect(out.messages).toEqual(before.messages);
+    expect(out.items).toEqual(before.items);
     expect(commits).toBe(0);
     const after = await snapshot(c.store, ref);
     expect(lineageFields(after.session)).toEqual(lineageFields(before.session));
     expect(after.session?.attempt).toBeUndefined();
-    expect(after.messages).toEqual(before.messages);
+    expect(after.items).toEqual(before.items);
     expect(await c.lease.holderOf(sessionKey(ref))).toBeNull();
 
     // A manual retry without a fence acquires the lease and commits in place.
     const retry = await compactSession(deps({ store }), { ref, mode: 'in_place', origin: 'manual', holder: 'retry' });
     expect(retry).toMatchObject({ outcome: 'compressed', mode: 'in_place', sessionId: ref.sessionId });
-    expect(retry.messages.length).toBeLessThan(before.messages.length);
+    expect((retry.outcome === 'compressed' ? retry.items : []).length).toBeLessThan(before.items.length);
     expect(commits).toBe(1);
     expect(await c.lease.holderOf(sessionKey(ref))).toBeNull();
   });

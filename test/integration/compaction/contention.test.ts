@@ -17,7 +17,7 @@ function race(ref: SessionRef, n: number, engineSleepMs: number): Promise<Compac
           store: c.store,
           engine: testEngine(async () => {
             await sleep(engineSleepMs); // forces the attempts to overlap
-            return { messages: structuredClone(SUMMARY) };
+            return { items: structuredClone(SUMMARY) };
           }),
           leaseTtlMs: 10_000,
         },

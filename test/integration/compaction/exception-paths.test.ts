@@ -24,7 +24,7 @@ import {
 
 const c = contenderForSuite();
 
-const req = (ref: SessionRef) => ({ ref, mode: 'rotate' as const, origin: 'turn' as const, holder: 'exc' });
+const req = (ref: SessionRef) => ({ ref, mode: 'rotate' as const, origin: 'turn' as const, holder: 'exc', returnInput: true });
 
 function deps(engine: CompressionEngine, extra: Partial<CompactionDeps> = {}): CompactionDeps {
   return depsOn(c, { engine, leaseTtlMs: 3000, refreshIntervalMs: 100, heartbeatIntervalMs: 20, ...extra });
@@ -36,7 +36,7 @@ async function expectUntouched(ref: SessionRef): Promise<void> {
   expect(s.children).toEqual([]);
   expect(s.session?.endReason).toBeUndefined();
   expect(s.session?.attempt).toBeUndefined();
-  expect(s.messages).toHaveLength(20);
+  expect(s.items).toHaveLength(20);
   expect(await c.lease.holderOf(sessionKey(ref))).toBeNull();
 }
 
@@ -58,7 +58,7 @@ describe('exception paths release the lease and stop the refresher', () => {
   it('C12 I3: onWarning that throws on an engine warning: error propagates, nothing committed, lease released', async () => {
     const ref = await seedSession(c.store);
     const r = recordingRefreshers();
-    const engine = testEngine(() => ({ messages: structuredClone(SUMMARY), warnings: ['summary failed; fell back to extractive'] }));
+    const engine = testEngine(() => ({ items: structuredClone(SUMMARY), warnings: ['summary failed; fell back to extractive'] }));
     const seen: string[] = [];
     const onWarning = (w: string) => {
       seen.push(w);
@@ -73,7 +73,7 @@ describe('exception paths release the lease and stop the refresher', () => {
   it('C12 I3: onWarning that throws on the abort warning: error propagates, lease released', async () => {
     const ref = await seedSession(c.store);
     const r = recordingRefreshers();
-    const engine = testEngine(() => ({ messages: [{ role: 'user', content: 'tail' }], aborted: true, warnings: ['summary failed'] }));
+    const engine = testEngine(() => ({ items: [{ role: 'user', content: 'tail' }], aborted: true, warnings: ['summary failed'] }));
     let n = 0;
     const onWarning = (w: string) => {
       if (++n === 2) throw new Error(`abort boom: ${w}`);
@@ -85,7 +85,7 @@ describe('exception paths release the lease and stop the refresher', () => {
 
   it('C12: engine warnings and the abort warning are returned to the caller (noop aborted, nothing written)', async () => {
     const ref = await seedSession(c.store);
-    const engine = testEngine(() => ({ messages: [{ role: 'user', content: 'tail' }], aborted: true, warnings: ['summary failed'] }));
+    const engine = testEngine(() => ({ items: [{ role: 'user', content: 'tail' }], aborted: true, warnings: ['summary failed'] }));
     const seen: string[] = [];
     const out = await compactSession(deps(engine, { onWarning: (w) => seen.push(w) }), req(ref));
     expect(out).toMatchObject({ outcome: 'noop', reason: 'aborted' });
@@ -107,7 +107,7 @@ describe('exception paths release the lease and stop the refresher', () => {
     });
     const engine = testEngine(async () => {
       await waitFor(() => touches >= 2, 'a couple of heartbeats');
-      return { messages: structuredClone(SUMMARY) };
+      return { items: structuredClone(SUMMARY) };
     });
     const out = await compactSession(deps(engine, { store }), req(ref));
     expect(out.outcome).toBe('compressed');
@@ -216,8 +216,8 @@ describe('exception paths release the lease and stop the refresher', () => {
 
   it('C6 I3: an engine returning a malformed result is an error, after cleanup', async () => {
     const ref = await seedSession(c.store);
-    const engine = testEngine(() => ({ messages: 'nope' }) as never);
-    await expect(compactSession(deps(engine), req(ref))).rejects.toThrow(/no messages array/);
+    const engine = testEngine(() => ({ items: 'nope' }) as never);
+    await expect(compactSession(deps(engine), req(ref))).rejects.toThrow(/no items array/);
     await expectUntouched(ref);
   });
 
@@ -234,18 +234,23 @@ describe('exception paths release the lease and stop the refresher', () => {
     await expectUntouched(ref);
   });
 
-  it('C2 I3: failure right after the Redis lease was won (fence issue) → skipped/lease_unavailable, nothing held, engine not called', async () => {
+  it('C2 L6 I3: the ownership check right after begin finds no quorum → skipped/lease_unavailable, attempt cleared, engine not called', async () => {
     const ref = await seedSession(c.store);
-    const store = withOverrides<LineageStore>(c.store, {
-      nextFence: async () => {
-        throw new Error('simulated post-acquire failure');
-      },
-    });
-    const lease = new SessionLease({ clients: c.redis, fenceIssuer: store });
+    const lease = withOverrides(c.lease, { refresh: async () => ({ refreshed: false as const, reason: 'no_quorum' as const }) });
     const engine = testEngine();
-    const out = await compactSession(deps(engine, { store, lease }), req(ref));
+    const out = await compactSession(deps(engine, { lease }), req(ref));
     expect(out).toMatchObject({ outcome: 'skipped', reason: 'lease_unavailable', sessionId: ref.sessionId });
-    expect(out.messages).toHaveLength(20);
+    expect(out.items).toHaveLength(20);
+    expect(engine.calls).toHaveLength(0);
+    await expectUntouched(ref);
+  });
+
+  it('C2: a store error in the first write under the lease (the fence) is an error, never "lease backend unavailable"; the lease is released', async () => {
+    const ref = await seedSession(c.store);
+    const validation = Object.assign(new Error('Item size has exceeded the maximum allowed size'), { name: 'ValidationException', $fault: 'client' });
+    const store = withOverrides<LineageStore>(c.store, { beginAttempt: () => Promise.reject(validation) });
+    const engine = testEngine();
+    await expect(compactSession(deps(engine, { store }), req(ref))).rejects.toBe(validation);
     expect(engine.calls).toHaveLength(0);
     await expectUntouched(ref);
   });
@@ -261,11 +266,11 @@ describe('exception paths release the lease and stop the refresher', () => {
         else await Promise.all(c.redis.map((n) => n.set(key, 'intruder#1', 'PX', 10_000)));
         // The refresher's signal reaches the engine; wait for it to give up.
         await waitFor(() => opts.signal?.aborted === true, 'the refresher to give up');
-        return { messages: structuredClone(SUMMARY) };
+        return { items: structuredClone(SUMMARY) };
       });
       const out = await compactSession(deps(engine, { createRefresher: r.factory }), req(ref));
       expect(out).toMatchObject({ outcome: 'skipped', reason: 'lease_lost', sessionId: ref.sessionId });
-      expect(out.messages).toHaveLength(20);
+      expect(out.items).toHaveLength(20);
       expect(r.made[0]!.refresher.signal.aborted).toBe(true);
       const s = await snapshot(c.store, ref);
       expect(s.children).toEqual([]);

@@ -2,9 +2,12 @@
 import { describe, expect, it } from 'vitest';
 import { compactSession } from '../../../lib/compaction/index.js';
 import type { AttemptRefresher } from '../../../lib/compaction/types.js';
-import { SUMMARY_PREFIX, type Message } from '../../../lib/messages.js';
+import type { LineageStore } from '../../../lib/lineage/types.js';
+import { SUMMARY_PREFIX, type Item } from '../../../lib/items/types.js';
 import { sessionKey } from '../../../lib/session-ref.js';
 import {
+  appendTo,
+  compressedItems,
   contendersForSuite,
   depsOn,
   deferred,
@@ -13,6 +16,7 @@ import {
   SUMMARY,
   testEngine,
   waitFor,
+  withOverrides,
   type Contender,
 } from '../../support/compaction-fixtures.js';
 
@@ -33,7 +37,7 @@ describe('fencing a paused holder', () => {
     const aEngine = testEngine(async () => {
       aStarted.resolve();
       await aResume.promise;
-      return { messages: [{ role: 'user', content: `${SUMMARY_PREFIX} A's summary` }, { role: 'user', content: 'tail' }] };
+      return { items: [{ role: 'user', content: `${SUMMARY_PREFIX} A's summary` }, { role: 'user', content: 'tail' }] };
     });
     const aRun = compactSession(depsOn(a, { engine: aEngine, leaseTtlMs: 500, createRefresher: pausedRefresher }), {
       ref,
@@ -54,7 +58,7 @@ describe('fencing a paused holder', () => {
     if (aOut.outcome === 'skipped' && aOut.reason === 'adopted') expect(aOut.sessionId).toBe(bOut.sessionId);
     const children = await a.store.children(ref);
     expect(children.map((s) => s.sessionId)).toEqual([bOut.sessionId]);
-    expect((await a.store.readMessages({ tenantId: ref.tenantId, sessionId: bOut.sessionId })).map((m) => m.content)).toEqual(
+    expect((await a.store.readAll({ tenantId: ref.tenantId, sessionId: bOut.sessionId })).map((m) => m.content)).toEqual(
       SUMMARY.map((m) => m.content),
     );
     expect(await a.lease.holderOf(sessionKey(ref))).toBeNull();
@@ -71,7 +75,7 @@ describe('fencing a paused holder', () => {
         engine: testEngine(async () => {
           aStarted.resolve();
           await aResume.promise;
-          return { messages: structuredClone(SUMMARY) };
+          return { items: structuredClone(SUMMARY) };
         }),
       }),
       { ref, mode: 'rotate', origin: 'turn', holder: 'A' },
@@ -85,7 +89,7 @@ describe('fencing a paused holder', () => {
         engine: testEngine(async () => {
           bStarted.resolve();
           await bResume.promise;
-          return { messages: structuredClone(SUMMARY) };
+          return { items: structuredClone(SUMMARY) };
         }),
       }),
       { ref, mode: 'rotate', origin: 'turn', holder: 'B' },
@@ -112,7 +116,7 @@ describe('fencing a paused holder', () => {
         engine: testEngine(async () => {
           started.resolve();
           await resume.promise;
-          return { messages: structuredClone(SUMMARY) };
+          return { items: structuredClone(SUMMARY) };
         }),
       }),
       { ref, mode: 'rotate', origin: 'turn', holder: 'owner' },
@@ -125,10 +129,52 @@ describe('fencing a paused holder', () => {
     // S1: the attempt record follows the refreshed lease, so the sweep never sees it as expired.
     const extended = (await a.store.getSession(ref))!.attempt!;
     expect(extended.leaseExpiresAt).toBeGreaterThan(initialExpiry);
-    expect(await a.store.listExpiredAttempts(Date.now())).not.toContainEqual(expect.objectContaining({ ref }));
+    expect((await a.store.listSweepWork(Date.now(), 1000)).attempts).not.toContainEqual(expect.objectContaining({ ref }));
     resume.resolve();
     expect((await run).outcome).toBe('compressed');
     expect(await a.store.children(ref)).toHaveLength(1);
+    expect(await a.lease.holderOf(sessionKey(ref))).toBeNull();
+  });
+});
+
+describe('fence issued after the lease expired (L6)', () => {
+  it('L6 I1: A stalls in its first write past its TTL while B takes the lease: A fences but its ownership check fails, its engine never runs, B commits', async () => {
+    const ref = await seedSession(a.store);
+    const aInBegin = deferred();
+    const aGo = deferred();
+    // A won Redis, then its beginAttempt (the fence write) stalls: a paused process.
+    const slowStore = withOverrides<LineageStore>(a.store, {
+      beginAttempt: async (...args: Parameters<LineageStore['beginAttempt']>) => {
+        aInBegin.resolve();
+        await aGo.promise;
+        return a.store.beginAttempt(...args);
+      },
+    });
+    const aEngine = testEngine();
+    const aRun = compactSession(depsOn(a, { store: slowStore, engine: aEngine, leaseTtlMs: 400 }), { ref, mode: 'rotate', origin: 'turn', holder: 'A' });
+    await aInBegin.promise;
+    await waitFor(async () => (await b.lease.holderOf(sessionKey(ref))) === null, "A's lease to expire");
+    // B takes the lease, then stalls before its own first write.
+    const bInBegin = deferred();
+    const bGo = deferred();
+    const bStore = withOverrides<LineageStore>(b.store, {
+      beginAttempt: async (...args: Parameters<LineageStore['beginAttempt']>) => {
+        bInBegin.resolve();
+        await bGo.promise;
+        return b.store.beginAttempt(...args);
+      },
+    });
+    const bRun = compactSession(depsOn(b, { store: bStore }), { ref, mode: 'rotate', origin: 'turn', holder: 'B' });
+    await bInBegin.promise;
+    // A resumes: its fence is now the newest, but it no longer owns the lease.
+    aGo.resolve();
+    expect(await aRun).toMatchObject({ outcome: 'skipped', reason: 'lease_lost', sessionId: ref.sessionId });
+    expect(aEngine.calls).toHaveLength(0);
+    expect((await a.store.getSession(ref))?.attempt).toBeUndefined();
+    bGo.resolve();
+    const bOut = await bRun;
+    expect(bOut.outcome).toBe('compressed');
+    expect((await a.store.children(ref)).map((s) => s.sessionId)).toEqual([bOut.sessionId]);
     expect(await a.lease.holderOf(sessionKey(ref))).toBeNull();
   });
 });
@@ -144,63 +190,63 @@ describe('concurrent tail', () => {
           expect(input).toHaveLength(20); // the snapshot stops at the watermark
           started.resolve();
           await resume.promise;
-          return { messages: structuredClone(SUMMARY) };
+          return { items: structuredClone(SUMMARY) };
         }),
       }),
       { ref, mode, origin: 'turn', holder: 'tail' },
     );
     await started.promise;
-    const appended: Message[] = [
+    const appended: Item[] = [
       { role: 'assistant', content: 'late answer' },
       { role: 'user', content: 'late question' },
     ];
     // Appends are not blocked by the lease (another client, another connection).
-    await b.store.appendMessages(ref, appended);
+    await appendTo(b.store, ref, appended);
     resume.resolve();
     const out = await run;
     expect(out.outcome).toBe('compressed');
-    expect(out.messages.slice(-2).map((m) => m.content)).toEqual(['late answer', 'late question']);
+    expect(compressedItems(out).slice(-2).map((m) => m.content)).toEqual(['late answer', 'late question']);
     const live = { tenantId: ref.tenantId, sessionId: out.sessionId };
-    expect((await a.store.readMessages(live)).map((m) => m.content)).toEqual(out.messages.map((m) => m.content));
-    expect(out.messages.map((m) => m.content)).toEqual([...SUMMARY.map((m) => m.content), 'late answer', 'late question']);
+    expect((await a.store.readAll(live)).map((m) => m.content)).toEqual(compressedItems(out).map((m) => m.content));
+    expect(compressedItems(out).map((m) => m.content)).toEqual([...SUMMARY.map((m) => m.content), 'late answer', 'late question']);
   });
 });
 
 describe('human anchor in a committed compaction', () => {
   it('C8: the engine dropped every user turn: the last real user turn is restored and committed', async () => {
-    const input: Message[] = [
+    const input: Item[] = [
       { role: 'user', content: 'first request' },
       { role: 'assistant', content: 'first answer '.repeat(30) },
       { role: 'user', content: 'please continue from here' },
       { role: 'assistant', content: 'working '.repeat(30) },
     ];
     const ref = await seedSession(a.store, input);
-    const engine = testEngine(() => ({ messages: [{ role: 'assistant', content: `${SUMMARY_PREFIX} earlier work was summarized` }] }));
+    const engine = testEngine(() => ({ items: [{ role: 'assistant', content: `${SUMMARY_PREFIX} earlier work was summarized` }] }));
     const out = await compactSession(depsOn(a, { engine }), { ref, mode: 'rotate', origin: 'turn', holder: 'anchor' });
     expect(out.outcome).toBe('compressed');
-    const users = out.messages.filter((m) => m.role === 'user');
+    const users = compressedItems(out).filter((m) => m.role === 'user');
     expect(users.map((m) => m.content)).toEqual(['please continue from here']);
-    const stored = await a.store.readMessages({ tenantId: ref.tenantId, sessionId: out.sessionId });
+    const stored = await a.store.readAll({ tenantId: ref.tenantId, sessionId: out.sessionId });
     expect(stored.filter((m) => m.role === 'user').map((m) => m.content)).toEqual(['please continue from here']);
   });
 
   it('C8: synthetic scaffolding is not an anchor; restoring merges rather than stacking user turns', async () => {
-    const input: Message[] = [
+    const input: Item[] = [
       { role: 'user', content: 'the actual human objective' },
       { role: 'assistant', content: 'working '.repeat(40) },
     ];
     const ref = await seedSession(a.store, input);
     const engine = testEngine(() => ({
-      messages: [
+      items: [
         { role: 'assistant', content: `${SUMMARY_PREFIX} summary` },
         { role: 'user', content: '[Your active task list was preserved across context compression]', synthetic: true },
       ],
     }));
     const out = await compactSession(depsOn(a, { engine }), { ref, mode: 'in_place', origin: 'turn', holder: 'anchor' });
     expect(out.outcome).toBe('compressed');
-    const roles = out.messages.map((m) => m.role);
+    const roles = compressedItems(out).map((m) => m.role);
     expect(roles.some((r, i) => r === 'user' && roles[i + 1] === 'user')).toBe(false);
-    const human = out.messages.find((m) => m.content.startsWith('the actual human objective'));
+    const human = compressedItems(out).find((m) => String(m.content).startsWith('the actual human objective'));
     expect(human?.role).toBe('user');
     expect(human?.synthetic).toBeUndefined();
   });

@@ -1,12 +1,15 @@
-// Heartbeat during an attempt (SPEC C5), on real Redis + DynamoDB Local. touchActivity is
-// wrapped to record labels; the real store still receives them.
+// Heartbeat during an attempt (SPEC C5), on real Redis + DynamoDB Local. Every write that
+// carries an activity mark is wrapped to record its label (the first rides on beginAttempt, the
+// ticks are touchActivity, the last rides on the commit or on the update that clears the
+// attempt, P1); the real store still receives them.
 import { describe, expect, it } from 'vitest';
 import { compactSession } from '../../../lib/compaction/index.js';
 import { ACTIVITY_LABELS, type CompactionDeps } from '../../../lib/compaction/types.js';
 import type { LineageStore } from '../../../lib/lineage/types.js';
-import { SUMMARY_PREFIX } from '../../../lib/messages.js';
+import { SUMMARY_PREFIX } from '../../../lib/items/types.js';
 import { sessionKey, type SessionRef } from '../../../lib/session-ref.js';
 import {
+  compressedItems,
   contenderForSuite,
   depsOn,
   seedSession,
@@ -26,6 +29,19 @@ function recordingStore(touches: string[], fail = false): LineageStore {
       if (fail) throw new Error('touch boom');
       return c.store.touchActivity(ref, label);
     },
+    beginAttempt: (ref, input) => {
+      touches.push(input.activityLabel);
+      return c.store.beginAttempt(ref, input);
+    },
+    commitRotation: async (ref, begun, input) => {
+      const out = await c.store.commitRotation(ref, begun, input);
+      touches.push(input.activityLabel);
+      return out;
+    },
+    abandonAttempt: (ref, attempt, opts) => {
+      if (opts?.activityLabel) touches.push(opts.activityLabel);
+      return c.store.abandonAttempt(ref, attempt, opts);
+    },
   });
 }
 
@@ -38,7 +54,7 @@ describe('compaction heartbeat', () => {
     const touches: string[] = [];
     const engine = testEngine(async () => {
       await waitFor(() => touches.includes(ACTIVITY_LABELS.inProgress), 'an in-progress heartbeat');
-      return { messages: structuredClone(SUMMARY) };
+      return { items: structuredClone(SUMMARY) };
     });
     const out = await compactSession(deps(recordingStore(touches), engine, 20), { ref, mode: 'rotate', origin: 'turn', holder: 'hb' });
     expect(out.outcome).toBe('compressed');
@@ -62,6 +78,7 @@ describe('compaction heartbeat', () => {
     expect(touches[0]).toBe(ACTIVITY_LABELS.started);
     expect(touches).toContain(ACTIVITY_LABELS.inProgress);
     expect(touches.at(-1)).toBe(ACTIVITY_LABELS.failed);
+    expect((await c.store.getSession(ref))?.lastActivity?.label).toBe(ACTIVITY_LABELS.failed);
     expect(await c.lease.holderOf(sessionKey(ref))).toBeNull();
   });
 
@@ -70,11 +87,11 @@ describe('compaction heartbeat', () => {
     const touches: string[] = [];
     const engine = testEngine(async () => {
       await waitFor(() => touches.includes(ACTIVITY_LABELS.inProgress), 'an in-progress heartbeat');
-      return { messages: structuredClone(SUMMARY) };
+      return { items: structuredClone(SUMMARY) };
     });
     const out = await compactSession(deps(recordingStore(touches, true), engine, 20), { ref, mode: 'rotate', origin: 'turn', holder: 'hb' });
     expect(out.outcome).toBe('compressed');
-    expect(out.messages[0]!.content).toBe(`${SUMMARY_PREFIX} summary`);
+    expect(compressedItems(out)[0]!.content).toBe(`${SUMMARY_PREFIX} summary`);
     expect(touches.at(-1)).toBe(ACTIVITY_LABELS.completed);
     expect(await c.lease.holderOf(sessionKey(ref))).toBeNull();
   });

@@ -88,6 +88,26 @@ describe('LeaseRefresher', () => {
     expect(r.signal.aborted).toBe(false);
   });
 
+  it('L5 P1: a refresh already in flight (the ownership check) is the immediate one: no second call at start', async () => {
+    const refresh = scripted([true]);
+    const r = new LeaseRefresher({ refresh, ttlMs: 10_000, intervalMs: 1000, initial: Promise.resolve(true) });
+    r.start();
+    await vi.advanceTimersByTimeAsync(999);
+    expect(refresh).toHaveBeenCalledTimes(0);
+    await vi.advanceTimersByTimeAsync(1);
+    expect(refresh).toHaveBeenCalledTimes(1);
+    await r.stop();
+  });
+
+  it('L5: a failed initial refresh counts as a failure (cap 1 gives up at once)', async () => {
+    const onGiveUp = vi.fn();
+    const r = new LeaseRefresher({ refresh: scripted([true]), ttlMs: 1000, intervalMs: 1000, initial: Promise.resolve(false), onGiveUp });
+    r.start();
+    await vi.advanceTimersByTimeAsync(0);
+    expect(r.signal.aborted).toBe(true);
+    expect(onGiveUp).toHaveBeenCalledTimes(1);
+  });
+
   it('L5: start() twice does not start two loops', async () => {
     const refresh = scripted([true]);
     const r = new LeaseRefresher({ refresh, ttlMs: 10_000, intervalMs: 1000 });

@@ -1,43 +1,31 @@
-// Pure helpers of the lineage store: chunking under transaction limits, item sizing, expressions, retries.
+// Pure helpers of the lineage store: item sizing, keys, expressions, retries, cursors, legacy defaults.
 import { describe, expect, it } from 'vitest';
-import { chunkBySize } from '../../../lib/lineage/dynamo-lineage-store.js';
-import { StoreRetryableError } from '../../../lib/lineage/errors.js';
-import { expression } from '../../../lib/lineage/expression.js';
-import { assertMessagesFit, itemSizeBytes, MAX_MESSAGE_ITEM_BYTES, toMessageItem, fromMessageItem } from '../../../lib/lineage/items.js';
-import { messageSk, sessionPk } from '../../../lib/lineage/keys.js';
-import { backoffDelay, DEFAULT_RETRY, isTransient, withRetry } from '../../../lib/lineage/retry.js';
-import { MessageTooLargeError } from '../../../lib/lineage/errors.js';
+import { decodeCursor, encodeCursor, InvalidCursorError } from '../../../lib/lineage/cursor.js';
+import { ItemTooLargeError, StoreRetryableError } from '../../../lib/lineage/errors.js';
+import { expression } from '../../../lib/lineage/dynamo/expression.js';
+import { fromMessageItem, itemSizeBytes, messageItemsFor, toMessageItem, withDefaults } from '../../../lib/lineage/dynamo/items.js';
+import { attemptShardOf, messageSk, parseTaskSk, refOfPk, sessionPk, taskSk } from '../../../lib/lineage/dynamo/keys.js';
+import { backoffDelay, DEFAULT_RETRY, isTransient, withRetry } from '../../../lib/lineage/dynamo/retry.js';
+import { MAX_ITEM_BYTES } from '../../../lib/lineage/limits.js';
 
 const named = (name: string, extra: object = {}) => Object.assign(new Error(name), { name, ...extra });
-
-describe('chunkBySize (transaction limits: 100 items, 4 MB)', () => {
-  it('splits by item count', () => {
-    expect(chunkBySize(Array(250).fill(10), 99, 1e9)).toEqual([[0, 99], [99, 198], [198, 250]]);
-  });
-  it('splits by bytes, never producing an empty chunk', () => {
-    expect(chunkBySize([3, 3, 3, 10, 1], 99, 6)).toEqual([[0, 2], [2, 3], [3, 4], [4, 5]]);
-  });
-  it('no messages -> no chunks', () => {
-    expect(chunkBySize([], 99, 100)).toEqual([]);
-  });
-});
 
 describe('item sizes', () => {
   it('counts UTF-8 bytes of names and string values', () => {
     expect(itemSizeBytes({ ab: 'é' })).toBe(2 + 2);
     expect(itemSizeBytes({ n: 5 })).toBe(1 + 21);
   });
-  it('refuses a message item over the limit with its index, and accepts one just under it', () => {
+  it('refuses an item over the limit with its index, and accepts one just under it', () => {
     const pk = sessionPk({ tenantId: 't', sessionId: 's' });
-    const fits = { role: 'user' as const, content: 'a'.repeat(MAX_MESSAGE_ITEM_BYTES - 200) };
-    expect(() => assertMessagesFit(pk, 0, 1, [fits])).not.toThrow();
-    const tooBig = { role: 'user' as const, content: 'a'.repeat(MAX_MESSAGE_ITEM_BYTES) };
-    expect(() => assertMessagesFit(pk, 0, 1, [fits, tooBig])).toThrow(MessageTooLargeError);
-    expect(MAX_MESSAGE_ITEM_BYTES).toBeLessThan(400 * 1024);
+    const fits = { role: 'user', content: 'a'.repeat(MAX_ITEM_BYTES - 200) };
+    expect(() => messageItemsFor(pk, 0, 1, [fits], [1])).not.toThrow();
+    const tooBig = { role: 'user', content: 'a'.repeat(MAX_ITEM_BYTES) };
+    expect(() => messageItemsFor(pk, 0, 1, [fits, tooBig], [1, 1])).toThrow(ItemTooLargeError);
+    expect(MAX_ITEM_BYTES).toBeLessThan(400 * 1024);
   });
-  it('message items keep every client field verbatim', () => {
-    const m = { role: 'assistant' as const, content: 'x', tool_calls: [{ id: '1', fn: { a: null } }], name: 'n' };
-    expect(fromMessageItem(toMessageItem('pk', 3, 7, m))).toEqual(m);
+  it('items keep every client field verbatim, null content and nested parts included', () => {
+    const m = { role: 'assistant', content: null, tool_calls: [{ id: '1', fn: { a: null } }], name: 'n', parts: [[{ deep: [1.5, 'é'] }]] };
+    expect(fromMessageItem(toMessageItem('pk', 3, 7, m, 4))).toEqual(m);
   });
   it('message sort keys order by generation then sequence', () => {
     const keys = [messageSk(2, 1), messageSk(1, 10), messageSk(1, 9), messageSk(10, 1)];
@@ -85,4 +73,52 @@ describe('retries', () => {
     await expect(withRetry('x', async () => { calls++; throw named('ValidationException'); }, opts)).rejects.toThrow('ValidationException');
     expect(calls).toBe(1);
   });
+});
+
+describe('keys', () => {
+  it('session pks parse back to their ref', () => {
+    expect(refOfPk(sessionPk({ tenantId: 'acme', sessionId: 'abc-1' }))).toEqual({ tenantId: 'acme', sessionId: 'abc-1' });
+    expect(() => refOfPk('APIKEY#x')).toThrow();
+  });
+  it('task sort keys parse back to kind and generation', () => {
+    expect(parseTaskSk(taskSk('archive', 42))).toEqual({ kind: 'archive', generation: 42 });
+    expect(parseTaskSk('META')).toBeNull();
+  });
+  it('attempt shards spread over every shard value', () => {
+    const seen = new Set(Array.from({ length: 2000 }, (_, i) => attemptShardOf(`T#t#S#${i}`, 64)));
+    expect(seen.size).toBe(64);
+  });
+});
+
+describe('legacy records (C3)', () => {
+  it('withDefaults fills counters and assembles the attempt from top-level fence and watermark', () => {
+    const meta = withDefaults({
+      pk: 'p',
+      sk: 'META',
+      tenantId: 't',
+      sessionId: 's',
+      createdAt: 'x',
+      fence: 4,
+      attemptWatermark: 9,
+      attempt: { attemptId: 'a', holder: 'h', startedAt: 'x', leaseExpiresAt: 1, pendingChildId: 'c' },
+    });
+    expect(meta).toMatchObject({ generation: 0, messageCount: 0, lastSeq: 0, tokenEstimate: 0, version: 0 });
+    expect(meta.attempt).toMatchObject({ fence: 4, watermark: 9 });
+  });
+});
+
+describe('cursors (A5)', () => {
+  it('round-trip for the session they were issued for, and are refused anywhere else', () => {
+    const c = encodeCursor('t', 's', { generation: 3, afterSeq: 120 });
+    expect(c).toMatch(/^[A-Za-z0-9_-]+$/);
+    expect(decodeCursor('t', 's', c)).toEqual({ generation: 3, afterSeq: 120 });
+    expect(() => decodeCursor('t', 'other', c)).toThrow(InvalidCursorError);
+    expect(() => decodeCursor('t2', 's', c)).toThrow(InvalidCursorError);
+  });
+  it.each(['', 'not base64!', Buffer.from('{"v":1}').toString('base64url'), Buffer.from('[]').toString('base64url'), 'x'.repeat(500)])(
+    'A5: a malformed cursor %# is InvalidCursorError',
+    (bad) => {
+      expect(() => decodeCursor('t', 's', bad)).toThrow(InvalidCursorError);
+    },
+  );
 });
