@@ -1,10 +1,9 @@
 // Counts round trips, deterministically (SPEC P1-P3): a DynamoDB client middleware and a Redis
 // command hook record when each call starts and ends, as positions in one shared event order
-// (never wall time). Calls that overlap run side by side; the critical path is the sequence of
-// "phases", a phase being a maximal group of overlapping calls. A phase with any DynamoDB call in
-// it is a sequential DynamoDB step; a phase of Redis commands only is a Redis round. So an
-// ownership check that runs beside the transcript read costs no round of its own, exactly as P1
-// words it ("may run beside a DynamoDB call, not after it").
+// (never wall time). Calls of one kind that overlap run side by side and make one step: the
+// three SETs of an acquire are one Redis round; DynamoDB calls awaited one after another are
+// that many sequential steps. Whether a Redis round ran *beside* a DynamoDB call (P1: "an
+// ownership check may run beside a DynamoDB call, not after it") is an overlap check.
 import type { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import type { Redis } from 'ioredis';
 
@@ -18,11 +17,14 @@ export interface Call {
 }
 
 export interface Phases {
-  /** Phases containing a DynamoDB call. */
+  /** DynamoDB calls one after another (overlapping ones count once). */
   dynamoSteps: number;
-  /** Phases of Redis commands only. */
+  /** Redis rounds (overlapping commands, e.g. one per node, count once). */
   redisRounds: number;
-  /** Each phase's calls, in order, for failure messages. */
+  /** Each kind's steps in order, for assertions and failure messages. */
+  dynamo: Call[][];
+  redis: Call[][];
+  /** Everything interleaved, one phase per group of overlapping calls of any kind. */
   detail: string[];
 }
 
@@ -91,23 +93,39 @@ export class RoundTrips {
   }
 }
 
-/** Interval merging over the event order: overlapping calls form one phase. */
-export function phasesOf(calls: readonly Call[]): Phases {
+/** Interval merging over the event order: overlapping calls form one group. */
+export function groups(calls: readonly Call[]): Call[][] {
   const sorted = [...calls].map((c) => ({ ...c, end: c.end < 0 ? Number.POSITIVE_INFINITY : c.end })).sort((a, b) => a.start - b.start);
-  const phases: Call[][] = [];
+  const out: Call[][] = [];
   let end = -1;
   for (const c of sorted) {
-    if (phases.length === 0 || c.start > end) {
-      phases.push([c]);
+    if (out.length === 0 || c.start > end) {
+      out.push([c]);
       end = c.end;
     } else {
-      phases.at(-1)!.push(c);
+      out.at(-1)!.push(c);
       end = Math.max(end, c.end);
     }
   }
+  return out;
+}
+
+/** Two calls (or groups) were in flight at the same time. */
+export function overlap(a: readonly Call[], b: readonly Call[]): boolean {
+  const span = (g: readonly Call[]) => [Math.min(...g.map((c) => c.start)), Math.max(...g.map((c) => (c.end < 0 ? Infinity : c.end)))] as const;
+  const [as, ae] = span(a);
+  const [bs, be] = span(b);
+  return as < be && bs < ae;
+}
+
+export function phasesOf(calls: readonly Call[]): Phases {
+  const dynamo = groups(calls.filter((c) => c.kind === 'dynamodb'));
+  const redis = groups(calls.filter((c) => c.kind === 'redis'));
   return {
-    dynamoSteps: phases.filter((p) => p.some((c) => c.kind === 'dynamodb')).length,
-    redisRounds: phases.filter((p) => p.every((c) => c.kind === 'redis')).length,
-    detail: phases.map((p) => p.map((c) => (c.kind === 'redis' ? `redis:${c.op}@${c.node}` : c.op.replace(/Command$/, ''))).join(' ∥ ')),
+    dynamoSteps: dynamo.length,
+    redisRounds: redis.length,
+    dynamo,
+    redis,
+    detail: groups(calls).map((p) => p.map((c) => (c.kind === 'redis' ? `redis:${c.op}@${c.node}` : c.op.replace(/Command$/, ''))).join(' ∥ ')),
   };
 }
