@@ -8,6 +8,8 @@ import type { AfterTurnConsumer } from '../../../lib/after-turn/consumer.js';
 import { sqsShapedEvent } from '../../../lib/after-turn/local-invoke.js';
 import { startRedis, type LocalProcess } from '../../../infra/local/processes.js';
 import type { SessionRef } from '../../../lib/session-ref.js';
+import { asIs } from '../../../lib/lineage/prepare.js';
+import { RoundTrips } from '../../support/round-trips.js';
 import {
   body,
   consumerFor,
@@ -32,10 +34,30 @@ function invoke(consumer: AfterTurnConsumer, records: { messageId: string; body:
 }
 
 async function snapshot(ref: SessionRef) {
-  return { session: await h.store.getSession(ref), messages: await h.store.readMessages(ref), children: await h.store.children(ref) };
+  return { session: await h.store.getSession(ref), items: await h.store.readAll(ref), children: await h.store.children(ref) };
 }
 
 describe('afterTurn handler (SPEC F3)', () => {
+  it('F3 P1: a session under the threshold costs one GetItem and writes nothing (no idempotency record)', async () => {
+    const engine = new CountingEngine();
+    const ref = await seed(h.store, transcript(2, 5));
+    const messageId = randomUUID();
+    const trips = new RoundTrips().watchDynamo(h.ddb);
+    const { result, calls } = await trips.during(() => consumerFor(h, engine).processBatch([{ messageId, body: body(ref) }], lambdaContext()));
+    trips.restore();
+    expect(result.records[0]).toMatchObject({ ok: true, result: { status: 'below_threshold' } });
+    expect(calls.map((c) => c.op)).toEqual(['GetItemCommand']);
+    expect(await idempotencyRecord(h.ddb, messageId)).toBeUndefined();
+  });
+
+  it('F3: the threshold reads the running token estimate kept by every append', async () => {
+    const ref = await seed(h.store, transcript(12));
+    const estimate = (await h.store.getSession(ref))!.tokenEstimate;
+    expect(estimate).toBeGreaterThan(1000);
+    await h.store.appendItems(ref, { prepare: asIs(transcript(1)) });
+    expect((await h.store.getSession(ref))!.tokenEstimate).toBeGreaterThan(estimate);
+  });
+
   it('F3: a session over the token threshold is compacted once into exactly one child', async () => {
     const engine = new CountingEngine();
     const ref = await seed(h.store, transcript(12));
@@ -59,12 +81,19 @@ describe('afterTurn handler (SPEC F3)', () => {
     expect(await snapshot(ref)).toEqual(before);
   });
 
-  it('C13: a review-origin event is refused by rule (disabled), even far over the threshold; nothing is written', async () => {
+  it('C13: a review-origin event is refused by the consumer\'s rule, before any read or compaction call; nothing is written', async () => {
     const engine = new CountingEngine();
     const ref = await seed(h.store, transcript(12));
     const before = await snapshot(ref);
     const messageId = randomUUID();
-    const consumer = consumerFor(h, engine);
+    // The layer that refuses is the consumer: compact (where compactSession would refuse too) is never reached.
+    const consumer = consumerFor(h, engine, {
+      compact: () => Promise.reject(new Error('compact must not be called for a review event')),
+    });
+    const trips = new RoundTrips().watchDynamo(h.ddb);
+    const { calls } = await trips.during(() => consumer.processBatch([{ messageId, body: body(ref, 'review') }], lambdaContext()));
+    trips.restore();
+    expect(calls).toEqual([]);
     const report = await consumer.processBatch([{ messageId, body: body(ref, 'review') }], lambdaContext());
     expect(report.records).toEqual([{ messageId, ok: true, result: { status: 'disabled', reason: 'review_origin' }, replayed: false }]);
     expect(await invoke(consumer, [{ messageId, body: body(ref, 'review') }])).toEqual({ batchItemFailures: [] });
@@ -82,7 +111,7 @@ describe('afterTurn handler (SPEC F3)', () => {
     expect(engine.calls).toBe(1);
     const generation = (await h.store.getSession(ref))?.generation;
 
-    await h.store.appendMessages(ref, transcript(12));
+    await h.store.appendItems(ref, { prepare: asIs(transcript(12)) });
     expect(await invoke(consumer, [{ messageId, body: body(ref) }])).toEqual({ batchItemFailures: [] });
     expect(engine.calls).toBe(1);
     expect((await h.store.getSession(ref))?.generation).toBe(generation);
@@ -103,7 +132,7 @@ describe('afterTurn handler (SPEC F3)', () => {
     expect(engine.calls).toBe(1);
 
     // The session is still over this low threshold: only idempotency stops another compaction.
-    await h.store.appendMessages(ref, transcript(12));
+    await h.store.appendItems(ref, { prepare: asIs(transcript(12)) });
     expect(await invoke(consumer, [{ messageId, body: body(ref) }])).toEqual({ batchItemFailures: [] });
     expect(engine.calls).toBe(1);
   });
@@ -177,18 +206,16 @@ describe('afterTurn handler (SPEC F3)', () => {
         return new Promise(() => undefined);
       },
     });
-    const dead = invoke(hung, [{ messageId, body: body(ref) }], 3000);
+    const dead = invoke(hung, [{ messageId, body: body(ref) }], 6000);
     await expect.poll(() => started, { timeout: 10_000 }).toBe(true);
     const record = await idempotencyRecord(h.ddb, messageId);
     expect(record).toMatchObject({ status: 'INPROGRESS' });
 
     const engine = new CountingEngine();
     const healthy = consumerFor(h, engine);
-    // While the dead invocation's time has not run out, a redelivery is turned away (retryable).
+    // While the dead invocation's time has not run out (seconds left), a redelivery is turned away (retryable).
     const expiry = Number(record?.in_progress_expiration);
-    if (Date.now() < expiry - 200) {
-      expect(await invoke(healthy, [{ messageId, body: body(ref) }])).toEqual({ batchItemFailures: [{ itemIdentifier: messageId }] });
-    }
+    expect(await invoke(healthy, [{ messageId, body: body(ref) }])).toEqual({ batchItemFailures: [{ itemIdentifier: messageId }] });
     // middy gives up as the invocation's time runs out, as Lambda would.
     await expect(dead).rejects.toThrow(/abort/i);
     await expect.poll(() => Date.now() > expiry, { timeout: 10_000, interval: 100 }).toBe(true);

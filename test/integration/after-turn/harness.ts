@@ -6,32 +6,32 @@ import { DynamoDBDocumentClient, GetCommand } from '@aws-sdk/lib-dynamodb';
 import type { Context } from 'aws-lambda';
 import type { Redis } from 'ioredis';
 import { AfterTurnConsumer, type AfterTurnConsumerDeps } from '../../../lib/after-turn/consumer.js';
-import { afterTurnPersistence, IDEMPOTENCY_PK } from '../../../lib/after-turn/idempotency.js';
+import { afterTurnPersistence, idempotencyPk } from '../../../lib/after-turn/idempotency.js';
 import { createDynamoClient, createRedisClients, waitForRedis } from '../../../lib/clients.js';
 import { compactSession } from '../../../lib/compaction/compact-session.js';
-import { ExtractiveCompressor } from '../../../lib/compressors/extractive.js';
-import type { CompressionEngine, CompressOptions } from '../../../lib/compressors/types.js';
+import type { CompressionEngine, CompressOptionName, Transcript } from '../../../lib/compressors/types.js';
+import { SUMMARY_PREFIX, type Item } from '../../../lib/items/types.js';
 import { SessionLease } from '../../../lib/lease/session-lease.js';
-import { DynamoLineageStore } from '../../../lib/lineage/dynamo-lineage-store.js';
-import type { Message } from '../../../lib/messages.js';
+import { DynamoLineageStore } from '../../../lib/lineage/dynamo/store.js';
+import { asIs } from '../../../lib/lineage/prepare.js';
 import type { SessionRef } from '../../../lib/session-ref.js';
 
 export const tableName = () => process.env.TABLE_NAME!;
 
+/** Keeps the first and last two items around a summary, and counts its calls (the engines have their own tests). */
 export class CountingEngine implements CompressionEngine {
-  readonly name = 'counting-extractive';
-  private readonly inner = new ExtractiveCompressor();
-  readonly acceptedOptions = this.inner.acceptedOptions;
+  readonly name = 'counting';
+  readonly acceptedOptions: readonly CompressOptionName[] = [];
   calls = 0;
-  async compress(messages: readonly Message[], options: CompressOptions) {
+  async compress({ items }: Transcript) {
     this.calls++;
-    return this.inner.compress(messages, options);
+    return { items: [items[0]!, { role: 'assistant', content: `${SUMMARY_PREFIX} ${items.length - 3} items` }, ...items.slice(-2)] };
   }
 }
 
-export function transcript(n: number, words = 40, tag = randomUUID().slice(0, 4)): Message[] {
+export function transcript(n: number, words = 40, tag = randomUUID().slice(0, 4)): Item[] {
   return Array.from({ length: n }, (_, i) => ({
-    role: i % 2 === 0 ? ('user' as const) : ('assistant' as const),
+    role: i % 2 === 0 ? 'user' : 'assistant',
     content: Array.from({ length: words }, (_, w) => `${tag} turn${i} word${w} lorem${(i * 31 + w * 7) % 97}`).join(' '),
   }));
 }
@@ -49,7 +49,7 @@ export async function harness(redisUrls = process.env.REDIS_URLS!.split(',')): P
   await waitForRedis(redis);
   const ddb = createDynamoClient({ endpoint: process.env.DYNAMODB_ENDPOINT, maxAttempts: 3 });
   const store = new DynamoLineageStore({ client: ddb, tableName: tableName() });
-  const lease = new SessionLease({ clients: redis, fenceIssuer: store });
+  const lease = new SessionLease({ clients: redis });
   return {
     ddb,
     store,
@@ -78,10 +78,11 @@ export function consumerFor(
   });
 }
 
-export async function seed(store: DynamoLineageStore, messages: readonly Message[]): Promise<SessionRef> {
-  const s = await store.createSession({ tenantId: `t-${randomUUID()}`, source: 'after-turn-test' });
-  const ref = { tenantId: s.tenantId, sessionId: s.sessionId };
-  await store.appendMessages(ref, messages);
+export async function seed(store: DynamoLineageStore, items: readonly Item[]): Promise<SessionRef> {
+  const r = await store.createSession({ tenantId: `t-${randomUUID()}`, source: 'after-turn-test' });
+  if (r.replayed) throw new Error('unexpected replay');
+  const ref = { tenantId: r.session.tenantId, sessionId: r.session.sessionId };
+  await store.appendItems(ref, { prepare: asIs(items) });
   return ref;
 }
 
@@ -103,7 +104,7 @@ export function lambdaContext(remainingMs = 60_000): Context {
   };
 }
 
-/** The idempotency record Powertools keeps for an SQS messageId (key: prefix + md5 of the JSON key). */
+/** The idempotency record Powertools keeps for an SQS messageId: its own partition, sk = prefix + md5 of the JSON key. */
 export async function idempotencyRecord(
   ddb: DynamoDBClient,
   messageId: string,
@@ -111,7 +112,7 @@ export async function idempotencyRecord(
 ): Promise<Record<string, unknown> | undefined> {
   const sk = `after-turn#${createHash('md5').update(JSON.stringify(messageId)).digest('base64')}`;
   const out = await DynamoDBDocumentClient.from(ddb).send(
-    new GetCommand({ TableName: table, Key: { pk: IDEMPOTENCY_PK, sk }, ConsistentRead: true }),
+    new GetCommand({ TableName: table, Key: { pk: idempotencyPk(messageId), sk }, ConsistentRead: true }),
   );
   return out.Item;
 }

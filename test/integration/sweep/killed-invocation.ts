@@ -1,15 +1,16 @@
 // A compaction invocation that dies mid-commit: it begins an attempt, writes the pending
-// child's messages, and the process is killed as the rotation transaction goes out.
+// child's items (too many for one transaction, so they go first), and the process is killed as
+// the rotation transaction goes out.
 // Every command from then on fails, as if the process were gone (no cleanup runs).
 import { randomUUID } from 'node:crypto';
 import type { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { DynamoDBDocumentClient, PutCommand, QueryCommand } from '@aws-sdk/lib-dynamodb';
 import { createDynamoClient } from '../../../lib/clients.js';
-import { DynamoLineageStore } from '../../../lib/lineage/dynamo-lineage-store.js';
-import { sessionPk } from '../../../lib/lineage/keys.js';
+import type { Item } from '../../../lib/items/types.js';
+import { DynamoLineageStore } from '../../../lib/lineage/dynamo/store.js';
+import { rotationShardOf, sessionPk } from '../../../lib/lineage/dynamo/keys.js';
 import type { AttemptRecord } from '../../../lib/lineage/types.js';
-import type { Message } from '../../../lib/messages.js';
-import { sessionKey, type SessionRef } from '../../../lib/session-ref.js';
+import type { SessionRef } from '../../../lib/session-ref.js';
 
 export interface KilledInvocation {
   attempt: AttemptRecord;
@@ -17,16 +18,16 @@ export interface KilledInvocation {
   orphanMessages: number;
 }
 
-export function transcript(n: number, words = 40): Message[] {
+export function transcript(n: number, words = 40): Item[] {
   return Array.from({ length: n }, (_, i) => ({
-    role: i % 2 === 0 ? ('user' as const) : ('assistant' as const),
+    role: i % 2 === 0 ? 'user' : 'assistant',
     content: Array.from({ length: words }, (_, w) => `turn${i} word${w} lorem${(i * 31 + w * 7) % 97}`).join(' '),
   }));
 }
 
 export async function killedRotation(
   opts: { endpoint: string; tableName: string; ref: SessionRef; leaseExpiresAt: number },
-  compacted: readonly Message[] = transcript(3, 5),
+  compacted: readonly Item[] = transcript(120, 5),
 ): Promise<KilledInvocation> {
   const ddb = createDynamoClient({ endpoint: opts.endpoint });
   let dead = false;
@@ -42,9 +43,9 @@ export async function killedRotation(
   );
   const store = new DynamoLineageStore({ client: ddb, tableName: opts.tableName });
   try {
-    const fence = await store.nextFence(sessionKey(opts.ref));
-    const begun = await store.beginAttempt(opts.ref, { holder: `killed-${randomUUID()}`, fence, leaseExpiresAt: opts.leaseExpiresAt });
-    const died = await store.commitRotation(opts.ref, begun.attempt, compacted).then(
+    const begun = await store.beginAttempt(opts.ref, { holder: `killed-${randomUUID()}`, leaseExpiresAt: opts.leaseExpiresAt, activityLabel: 'compaction started' });
+    const input = { compacted, tokenEstimates: compacted.map(() => 1), activityLabel: 'compaction completed' };
+    const died = await store.commitRotation(opts.ref, begun, input).then(
       () => false,
       (err: unknown) => err instanceof Error && /killed/.test(err.message),
     );
@@ -84,6 +85,7 @@ export async function forgeChild(client: DynamoDBClient, tableName: string, pare
         createdAt: new Date().toISOString(),
         parentSessionId: parent.sessionId,
         parentKey: sessionPk(parent),
+        rotationShard: rotationShardOf(sessionPk({ tenantId: parent.tenantId, sessionId: childId }), 16),
         generation: 0,
         messageCount: 0,
         lastSeq: 0,

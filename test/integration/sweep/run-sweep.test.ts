@@ -6,10 +6,12 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { storeOnOwnTable } from './own-table.js';
 import { createRedisClients, waitForRedis } from '../../../lib/clients.js';
 import { SessionLease } from '../../../lib/lease/session-lease.js';
-import type { DynamoLineageStore } from '../../../lib/lineage/dynamo-lineage-store.js';
+import type { DynamoLineageStore } from '../../../lib/lineage/dynamo/store.js';
+import { asIs } from '../../../lib/lineage/prepare.js';
+import type { BegunAttempt } from '../../../lib/lineage/types.js';
 import { sessionKey, type SessionRef } from '../../../lib/session-ref.js';
 import { runSweep } from '../../../lib/sweep/run-sweep.js';
-import { attemptShardOf, sessionPk } from '../../../lib/lineage/keys.js';
+import { attemptShardOf, sessionPk } from '../../../lib/lineage/dynamo/keys.js';
 import { forgeChild, killedRotation, messageItemCount, transcript } from './killed-invocation.js';
 
 const endpoint = process.env.DYNAMODB_ENDPOINT!;
@@ -23,21 +25,25 @@ beforeAll(async () => {
 afterAll(() => ddb.destroy());
 
 async function session(): Promise<SessionRef> {
-  const s = await store.createSession({ tenantId: `t-${randomUUID()}`, source: 'sweep-test' });
-  const ref = { tenantId: s.tenantId, sessionId: s.sessionId };
-  await store.appendMessages(ref, transcript(6));
+  const r = await store.createSession({ tenantId: `t-${randomUUID()}`, source: 'sweep-test' });
+  if (r.replayed) throw new Error('unexpected replay');
+  const ref = { tenantId: r.session.tenantId, sessionId: r.session.sessionId };
+  await store.appendItems(ref, { prepare: asIs(transcript(6)) });
   return ref;
 }
 
 /** A compaction that began and is still running: its lease runs well past the sweeps below. */
-async function liveAttempt(ref: SessionRef, leaseExpiresAt: number) {
-  const fence = await store.nextFence(sessionKey(ref));
-  return store.beginAttempt(ref, { holder: `live-${randomUUID()}`, fence, leaseExpiresAt });
+function liveAttempt(ref: SessionRef, leaseExpiresAt: number, holder = `live-${randomUUID()}`) {
+  return store.beginAttempt(ref, { holder, leaseExpiresAt, activityLabel: 'compaction started' });
+}
+
+function commit(ref: SessionRef, begun: BegunAttempt) {
+  const compacted = transcript(2, 5);
+  return store.commitRotation(ref, begun, { compacted, tokenEstimates: [1, 1], activityLabel: 'compaction completed' });
 }
 
 async function rotate(ref: SessionRef): Promise<string> {
-  const begun = await liveAttempt(ref, Date.now() + 60_000);
-  const done = await store.commitRotation(ref, begun.attempt, transcript(2, 5));
+  const done = await commit(ref, await liveAttempt(ref, Date.now() + 60_000));
   return done.child.sessionId;
 }
 
@@ -96,7 +102,7 @@ describe('runSweep (SPEC S1-S3)', () => {
 
     const stillLive = await store.getSession(live);
     expect(stillLive?.attempt).toEqual(begun.attempt);
-    const committed = await store.commitRotation(live, begun.attempt, transcript(2, 5));
+    const committed = await commit(live, begun);
     expect(committed.parent.childSessionId).toBe(begun.attempt.pendingChildId);
     expect((await store.children(live)).map((c) => c.sessionId)).toEqual([begun.attempt.pendingChildId]);
   });
@@ -106,7 +112,7 @@ describe('runSweep (SPEC S1-S3)', () => {
     const begun = await liveAttempt(ref, Date.now() + 3_600_000);
     const [sweep, committed] = await Promise.all([
       runSweep({ store, now: () => Date.now() }),
-      store.commitRotation(ref, begun.attempt, transcript(2, 5)),
+      commit(ref, begun),
     ]);
     expect(sweep.expiredAttemptsCleaned).toBe(0);
     expect(committed.child.sessionId).toBe(begun.attempt.pendingChildId);
@@ -118,13 +124,13 @@ describe('runSweep (SPEC S1-S3)', () => {
     const redis = createRedisClients(process.env.REDIS_URLS!.split(','));
     await waitForRedis(redis);
     try {
-      const lease = new SessionLease({ clients: redis, fenceIssuer: store });
+      const lease = new SessionLease({ clients: redis });
       const leaseHeld = async (r: SessionRef) => (await lease.holderOf(sessionKey(r))) !== null;
       const ref = await session();
       const got = await lease.tryAcquire(sessionKey(ref), { ttlMs: 30_000, holder: 'slow-holder' });
       if (!got.acquired) throw new Error('lease not acquired');
       // The record says the lease expired (a refresher kept it alive in Redis since).
-      const begun = await store.beginAttempt(ref, { holder: got.token, fence: got.fence, leaseExpiresAt: Date.now() - 1 });
+      const begun = await liveAttempt(ref, Date.now() - 1, got.token);
 
       const held = await runSweep({ store, leaseHeld });
       expect(held).toMatchObject({ expiredAttemptsCleaned: 0, liveAttemptsSkipped: 1 });
@@ -146,8 +152,11 @@ describe('runSweep (SPEC S1-S3)', () => {
     const errors: string[] = [];
     let calls = 0;
     const flaky = {
-      listExpiredAttempts: (now: number) => store.listExpiredAttempts(now),
-      findForks: () => store.findForks(),
+      listSweepWork: (now: number, limit: number) => store.listSweepWork(now, limit),
+      runTask: (t: Parameters<DynamoLineageStore['runTask']>[0]) => store.runTask(t),
+      findRecentForks: (since: number) => store.findRecentForks(since),
+      readSweepCheckpoint: () => store.readSweepCheckpoint(),
+      saveSweepCheckpoint: (at: number) => store.saveSweepCheckpoint(at),
       cleanExpiredAttempt: async (e: Parameters<DynamoLineageStore['cleanExpiredAttempt']>[0]) => {
         if (calls++ === 0) throw new Error('throttled beyond retries');
         return store.cleanExpiredAttempt(e);
@@ -176,9 +185,9 @@ describe('runSweep (SPEC S1-S3)', () => {
     const sessionIn = async (wanted: (shard: string) => boolean): Promise<SessionRef> => {
       for (;;) {
         const ref = { tenantId, sessionId: randomUUID() };
-        if (!wanted(attemptShardOf(sessionPk(ref)))) continue;
+        if (!wanted(attemptShardOf(sessionPk(ref), 64))) continue;
         await store.createSession(ref);
-        await store.appendMessages(ref, transcript(2));
+        await store.appendItems(ref, { prepare: asIs(transcript(2)) });
         return ref;
       }
     };
@@ -191,5 +200,34 @@ describe('runSweep (SPEC S1-S3)', () => {
     expect((await store.getSession(other))?.attempt).toBeUndefined();
     expect(r.liveAttemptsSkipped).toBeGreaterThanOrEqual(2);
     for (const ref of stuck) expect((await store.getSession(ref))?.attempt).toBeDefined();
+  });
+
+  it('P3/S1: an archive task whose background run was dropped (a frozen container) is run by the sweep once due', async () => {
+    const ref = await session();
+    const begun = await liveAttempt(ref, Date.now() + 60_000);
+    const compacted = transcript(1, 3);
+    const out = await store.commitInPlace(ref, begun, { compacted, tokenEstimates: [1], activityLabel: 'compaction completed' });
+    const oldItems = async () => (await messageItemCount(ddb, tableName, ref));
+    expect(await oldItems()).toBe(7);
+    const early = await runSweep({ store });
+    expect(early.tasksRun).toBe(0);
+    const due = await runSweep({ store, now: () => out.archive.dueAt + 1 });
+    expect(due.tasksRun).toBe(1);
+    // The old generation now carries its TTL; the live one does not; nothing is left to do.
+    expect(await runSweep({ store, now: () => out.archive.dueAt + 1 })).toMatchObject({ tasksRun: 0 });
+    expect(await store.readAll(ref)).toEqual(compacted);
+  });
+
+  it('A6/S1: a deleted session\'s purge is finished by the sweep when the background purge did not run', async () => {
+    const ref = await session();
+    // A store whose background work never happens (the container froze right after answering).
+    const frozen = Object.create(store) as DynamoLineageStore;
+    Object.defineProperty(frozen, 'runTask', { value: () => new Promise(() => undefined) });
+    await frozen.deleteSession(ref);
+    expect(await messageItemCount(ddb, tableName, ref)).toBe(6);
+    const r = await runSweep({ store, now: () => Date.now() + 1000 });
+    expect(r.tasksRun).toBeGreaterThanOrEqual(1);
+    expect(await messageItemCount(ddb, tableName, ref)).toBe(0);
+    expect(await store.getSession(ref)).toBeNull();
   });
 });

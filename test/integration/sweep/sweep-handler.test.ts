@@ -6,7 +6,9 @@ import { Metrics } from '@aws-lambda-powertools/metrics';
 import type { Context } from 'aws-lambda';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { createSweepHandler } from '../../../functions/sweep.js';
-import { DynamoLineageStore } from '../../../lib/lineage/dynamo-lineage-store.js';
+import { DynamoLineageStore } from '../../../lib/lineage/dynamo/store.js';
+import { asIs } from '../../../lib/lineage/prepare.js';
+import type { SessionRef } from '../../../lib/session-ref.js';
 import type { SweepResult } from '../../../lib/sweep/run-sweep.js';
 import { forgeChild, killedRotation, transcript } from './killed-invocation.js';
 import { infraTable, storeOnOwnTable } from './own-table.js';
@@ -48,14 +50,18 @@ async function capturingOutput<T>(fn: () => Promise<T>): Promise<{ value: T; lin
   }
 }
 
+async function newSession(): Promise<SessionRef> {
+  const r = await store.createSession({ tenantId: `t-${randomUUID()}` });
+  if (r.replayed) throw new Error('unexpected replay');
+  return { tenantId: r.session.tenantId, sessionId: r.session.sessionId };
+}
+
 describe('sweep handler (SPEC S1, S2)', () => {
   it('S1/S2: reports cleaned attempts, orphans removed and forks as one log line and as EMF metrics', async () => {
-    const s = await store.createSession({ tenantId: `t-${randomUUID()}` });
-    const ref = { tenantId: s.tenantId, sessionId: s.sessionId };
-    await store.appendMessages(ref, transcript(4));
+    const ref = await newSession();
+    await store.appendItems(ref, { prepare: asIs(transcript(4)) });
     const killed = await killedRotation({ endpoint, tableName, ref, leaseExpiresAt: Date.now() - 1 });
-    const parent = await store.createSession({ tenantId: `t-${randomUUID()}` });
-    const parentRef = { tenantId: parent.tenantId, sessionId: parent.sessionId };
+    const parentRef = await newSession();
     await forgeChild(ddb, tableName, parentRef);
     await forgeChild(ddb, tableName, parentRef);
 
