@@ -39,6 +39,28 @@ export async function freePort(): Promise<number> {
   });
 }
 
+/**
+ * Resolves if `port` can be bound on `host` right now (it is released again at once); else
+ * rejects naming the port and what it was wanted for. `npm start` checks its fixed ports with
+ * this before starting anything, so a taken port is a clear error, not a dead child.
+ */
+export async function assertPortFree(port: number, what: string, host = '127.0.0.1'): Promise<void> {
+  await new Promise<void>((resolve, reject) => {
+    const srv = createServer();
+    srv.unref();
+    srv.once('error', (err: NodeJS.ErrnoException) =>
+      reject(
+        new Error(
+          err.code === 'EADDRINUSE'
+            ? `port ${port} (${what}) is already in use on ${host}: stop whatever listens there, or choose another port`
+            : `port ${port} (${what}) cannot be bound on ${host}: ${err.message}`,
+        ),
+      ),
+    );
+    srv.listen({ port, host, exclusive: true }, () => srv.close(() => resolve()));
+  });
+}
+
 async function canConnect(port: number): Promise<boolean> {
   return new Promise((resolve) => {
     const sock = connect({ host: '127.0.0.1', port });
