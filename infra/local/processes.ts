@@ -1,9 +1,18 @@
-// Local server processes for development and tests: redis-server nodes and
-// DynamoDB Local, each on a free loopback port, stopped by PID.
-import { spawn, type ChildProcess } from 'node:child_process';
+// Local server processes for development and tests: redis-server nodes (plain, or TLS + AUTH
+// like ElastiCache with in-transit encryption) and DynamoDB Local, each on a free loopback port,
+// stopped by PID.
+import { execFile, spawn, type ChildProcess } from 'node:child_process';
+import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { createServer, connect } from 'node:net';
 import { createRequire } from 'node:module';
+import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
+import { promisify } from 'node:util';
+
+export interface ProcessExit {
+  code: number | null;
+  signal: NodeJS.Signals | null;
+}
 
 export interface LocalProcess {
   readonly name: string;
@@ -13,6 +22,8 @@ export interface LocalProcess {
   /** SIGTERM, then SIGKILL after a grace period; resolves once the process has exited. */
   stop(signal?: NodeJS.Signals): Promise<void>;
   readonly exited: boolean;
+  /** Resolves when the process exits, for whatever reason (lets `npm start` notice a dead child). */
+  readonly whenExited: Promise<ProcessExit>;
 }
 
 export async function freePort(): Promise<number> {
@@ -25,6 +36,28 @@ export async function freePort(): Promise<number> {
       if (addr === null || typeof addr === 'string') return reject(new Error('no port'));
       srv.close(() => resolve(addr.port));
     });
+  });
+}
+
+/**
+ * Resolves if `port` can be bound on `host` right now (it is released again at once); else
+ * rejects naming the port and what it was wanted for. `npm start` checks its fixed ports with
+ * this before starting anything, so a taken port is a clear error, not a dead child.
+ */
+export async function assertPortFree(port: number, what: string, host = '127.0.0.1'): Promise<void> {
+  await new Promise<void>((resolve, reject) => {
+    const srv = createServer();
+    srv.unref();
+    srv.once('error', (err: NodeJS.ErrnoException) =>
+      reject(
+        new Error(
+          err.code === 'EADDRINUSE'
+            ? `port ${port} (${what}) is already in use on ${host}: stop whatever listens there, or choose another port`
+            : `port ${port} (${what}) cannot be bound on ${host}: ${err.message}`,
+        ),
+      ),
+    );
+    srv.listen({ port, host, exclusive: true }, () => srv.close(() => resolve()));
   });
 }
 
@@ -52,40 +85,107 @@ async function waitUntil(what: string, ready: () => Promise<boolean>, child: Chi
   throw new Error(`${what} did not become ready within ${timeoutMs} ms`);
 }
 
-function wrap(name: string, port: number, url: string, child: ChildProcess): LocalProcess {
-  const exited = new Promise<void>((resolve) => {
-    if (child.exitCode !== null || child.signalCode !== null) resolve();
-    else child.once('exit', () => resolve());
+function wrap(name: string, port: number, url: string, child: ChildProcess, cleanup?: () => Promise<void>): LocalProcess {
+  const whenExited = new Promise<ProcessExit>((resolve) => {
+    if (child.exitCode !== null || child.signalCode !== null) resolve({ code: child.exitCode, signal: child.signalCode });
+    else child.once('exit', (code, signal) => resolve({ code, signal }));
   });
+  if (cleanup) void whenExited.then(cleanup).catch(() => undefined);
   return {
     name,
     port,
     url,
     pid: child.pid ?? -1,
+    whenExited,
     get exited() {
       return child.exitCode !== null || child.signalCode !== null;
     },
     async stop(signal: NodeJS.Signals = 'SIGTERM') {
-      if (child.exitCode !== null || child.signalCode !== null) return;
-      child.kill(signal);
-      const timer = setTimeout(() => child.kill('SIGKILL'), 3000);
-      await exited;
-      clearTimeout(timer);
+      if (child.exitCode === null && child.signalCode === null) {
+        child.kill(signal);
+        const timer = setTimeout(() => child.kill('SIGKILL'), 3000);
+        await whenExited;
+        clearTimeout(timer);
+      }
+      await cleanup?.().catch(() => undefined);
     },
   };
 }
 
-/** One redis-server with no persistence on a free (or given) loopback port. */
-export async function startRedis(port?: number): Promise<LocalProcess> {
-  const p = port ?? (await freePort());
+const run = promisify(execFile);
+
+export interface TestCertificates {
+  dir: string;
+  caFile: string;
+  certFile: string;
+  keyFile: string;
+  /** PEM of the CA, for a client's `tls: { ca }`. */
+  ca: string;
+}
+
+/**
+ * A throwaway CA and a server certificate for 127.0.0.1 / localhost, made with `openssl`
+ * into a new temp dir (EC P-256 keys: fast to generate, accepted by redis-server and Node).
+ */
+export async function generateTestCertificates(dir?: string): Promise<TestCertificates> {
+  const d = dir ?? (await mkdtemp(join(tmpdir(), 'session-lineage-tls-')));
+  const f = (name: string) => join(d, name);
+  const ec = ['-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:prime256v1', '-nodes'];
+  await run('openssl', ['req', '-x509', ...ec, '-keyout', f('ca.key'), '-out', f('ca.crt'), '-days', '2', '-subj', '/CN=session-lineage test CA',
+    '-addext', 'basicConstraints=critical,CA:TRUE', '-addext', 'keyUsage=critical,keyCertSign,cRLSign']);
+  await run('openssl', ['req', ...ec, '-keyout', f('server.key'), '-out', f('server.csr'), '-subj', '/CN=localhost']);
+  await writeFile(f('server.ext'), 'subjectAltName=IP:127.0.0.1,DNS:localhost\nextendedKeyUsage=serverAuth\n');
+  await run('openssl', ['x509', '-req', '-in', f('server.csr'), '-CA', f('ca.crt'), '-CAkey', f('ca.key'), '-CAcreateserial',
+    '-out', f('server.crt'), '-days', '2', '-extfile', f('server.ext')]);
+  return { dir: d, caFile: f('ca.crt'), certFile: f('server.crt'), keyFile: f('server.key'), ca: await readFile(f('ca.crt'), 'utf8') };
+}
+
+export interface RedisOptions {
+  port?: number;
+  /** AUTH password (`--requirepass`); the url then carries it, as a BYO `rediss://:pw@host` URL does. */
+  password?: string;
+  /** Serve TLS only (`--port 0 --tls-port`), with these certificates or a fresh test CA. */
+  tls?: boolean | TestCertificates;
+}
+
+export interface LocalRedisProcess extends LocalProcess {
+  /** The CA a client must trust (`tls: { ca }`) when the node serves TLS. */
+  readonly tlsCa?: string;
+}
+
+/**
+ * One redis-server with no persistence on a free (or given) loopback port. A number is the
+ * port (the original signature); options add AUTH and TLS.
+ */
+export async function startRedis(opts: number | RedisOptions = {}): Promise<LocalRedisProcess> {
+  const o: RedisOptions = typeof opts === 'number' ? { port: opts } : opts;
+  const p = o.port ?? (await freePort());
+  const certs = o.tls === true ? await generateTestCertificates() : o.tls || undefined;
+  const ownsCerts = o.tls === true;
+  const listen = certs
+    ? // TLS only: the plain port is closed, so nothing can talk to this node unencrypted.
+      ['--port', '0', '--tls-port', String(p), '--tls-cert-file', certs.certFile, '--tls-key-file', certs.keyFile,
+        '--tls-ca-cert-file', certs.caFile, '--tls-auth-clients', 'no']
+    : ['--port', String(p)];
+  const auth = o.password !== undefined ? ['--requirepass', o.password] : [];
   const child = spawn(
     'redis-server',
-    ['--port', String(p), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', '--protected-mode', 'no', '--loglevel', 'warning'],
+    [...listen, ...auth, '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', '--protected-mode', 'no', '--loglevel', 'warning'],
     { stdio: 'ignore' },
   );
   child.on('error', () => undefined); // surfaced by waitUntil as an early exit
-  await waitUntil(`redis-server on ${p}`, () => canConnect(p), child, 10_000);
-  return wrap(`redis:${p}`, p, `redis://127.0.0.1:${p}`, child);
+  const cleanup = ownsCerts && certs ? () => rm(certs.dir, { recursive: true, force: true }) : undefined;
+  try {
+    // A TCP connect is enough for readiness: the TLS port accepts the connection before the handshake.
+    await waitUntil(`redis-server on ${p}${certs ? ' (TLS)' : ''}`, () => canConnect(p), child, 10_000);
+  } catch (err) {
+    await cleanup?.();
+    throw err;
+  }
+  const userinfo = o.password !== undefined ? `:${encodeURIComponent(o.password)}@` : '';
+  const url = `${certs ? 'rediss' : 'redis'}://${userinfo}127.0.0.1:${p}`;
+  const proc = wrap(`redis${certs ? '+tls' : ''}:${p}`, p, url, child, cleanup);
+  return certs ? Object.assign(proc, { tlsCa: certs.ca }) : proc;
 }
 
 /** DynamoDB Local (in memory, shared DB so every region/credential sees one set of tables). */

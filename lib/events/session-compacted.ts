@@ -1,0 +1,49 @@
+// The SessionCompacted event (issue 14): every committed compaction announces itself so other
+// parts of an agent platform can react (re-index the child, move a UI to the live session...).
+// Publishing happens after the commit and must never fail it: publishers report, never throw.
+import { z } from 'zod';
+
+export const EVENT_SOURCE = 'session-lineage';
+export const EVENT_DETAIL_TYPE = 'SessionCompacted';
+
+export const sessionCompactedSchema = z.object({
+  tenantId: z.string().min(1),
+  /** The session that was compacted. */
+  parentSessionId: z.string().min(1),
+  /** Rotation: the new child. */
+  childSessionId: z.string().min(1).optional(),
+  /** In place: the generation that became active. */
+  generation: z.number().int().nonnegative().optional(),
+  mode: z.enum(['rotate', 'in_place']),
+  /** The live session after the commit (the child for a rotation, the same id in place). */
+  sessionId: z.string().min(1),
+  /** ISO-8601 commit time. */
+  at: z.iso.datetime(),
+  /** API Gateway request id (or SQS message id) of the request that caused the compaction. */
+  correlationId: z.string().min(1).optional(),
+});
+
+export type SessionCompacted = z.infer<typeof sessionCompactedSchema>;
+
+export type PublishResult = { published: true } | { published: false; error: string };
+
+export interface CompactionEventPublisher {
+  /** Resolves with the outcome; never rejects, so a caller can await it right after its commit. */
+  publish(e: SessionCompacted): Promise<PublishResult>;
+}
+
+export type EventLog = (message: string, extra?: Record<string, unknown>) => void;
+
+export const defaultEventLog: EventLog = (message, extra) => console.warn(JSON.stringify({ level: 'WARN', message, ...extra }));
+
+/** Schema check shared by every publisher: a malformed event is reported, not sent. */
+export function checkEvent(e: unknown): { ok: true; event: SessionCompacted } | { ok: false; error: string } {
+  const r = sessionCompactedSchema.safeParse(e);
+  if (r.success) return { ok: true, event: r.data };
+  return { ok: false, error: `invalid SessionCompacted event: ${r.error.issues.map((i) => `${i.path.join('.') || '(root)'}: ${i.message}`).join('; ')}` };
+}
+
+/** Low-cardinality identifiers for a failure log line (no message content, only ids). */
+export function eventIds(e: SessionCompacted): Record<string, unknown> {
+  return { tenantId: e.tenantId, parentSessionId: e.parentSessionId, sessionId: e.sessionId, mode: e.mode, correlationId: e.correlationId };
+}
