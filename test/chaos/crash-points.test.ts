@@ -8,7 +8,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { compactSession } from '../../lib/compaction/index.js';
 import { runSweep } from '../../lib/sweep/run-sweep.js';
 import { recordCounts, scaled } from '../support/chaos/counts.js';
-import { makeCoordinator, type Coordinator } from '../support/chaos/coordinator.js';
+import { makeCoordinator, type Coordinator, seedConversation } from '../support/chaos/coordinator.js';
 import { buildCrashChild, CRASH_EXIT_CODE, crashPoints, runCrashChild } from '../support/chaos/crash-points.js';
 import { conversation, fixedEngine } from '../support/chaos/engines.js';
 import { extraChildren, itemsUnder, strayGenerations, waitLeaseFree } from '../support/chaos/invariants.js';
@@ -33,9 +33,7 @@ describe('crash points (child process dies mid-attempt)', () => {
       it(`I1 I3 L7 S1 S2: crash ${point} (${mode}) leaves one lineage, a free lease after TTL, nothing after a sweep`, async () => {
         for (let round = 0; round < rounds; round++) {
           const tenantId = `chaos-crash-${randomUUID()}`;
-          const created = await coord.store.createSession({ tenantId, source: 'chaos' });
-          const ref = { tenantId, sessionId: created.sessionId };
-          await coord.store.appendMessages(ref, conversation(8));
+          const ref = await seedConversation(coord.store, tenantId, conversation(8));
 
           const run = await runCrashChild({
             CRASH_POINT: point,

@@ -15,7 +15,7 @@ import { compactSession, type CompactionOutcome } from '../../lib/compaction/ind
 import { sessionKey, type SessionRef } from '../../lib/session-ref.js';
 import { runSweep } from '../../lib/sweep/run-sweep.js';
 import { recordCounts } from '../support/chaos/counts.js';
-import { makeCoordinator, type Coordinator } from '../support/chaos/coordinator.js';
+import { makeCoordinator, type Coordinator, seedConversation } from '../support/chaos/coordinator.js';
 import { conversation, fixedEngine, sleep } from '../support/chaos/engines.js';
 import { waitLeaseFree } from '../support/chaos/invariants.js';
 
@@ -62,10 +62,7 @@ afterAll(async () => {
 
 async function seeded(): Promise<SessionRef> {
   const tenantId = `chaos-ddb-${randomUUID()}`;
-  const s = await coord.store.createSession({ tenantId });
-  const ref = { tenantId, sessionId: s.sessionId };
-  await coord.store.appendMessages(ref, conversation(8));
-  return ref;
+  return seedConversation(coord.store, tenantId, conversation(8));
 }
 
 /** pk -> item count for a tenant, scanned from this file's own small table. */

@@ -7,11 +7,12 @@ import { randomUUID } from 'node:crypto';
 import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { CommitFence, compactSession, type CompactionOutcome } from '../../lib/compaction/index.js';
+import { asIs } from '../../lib/lineage/prepare.js';
 import { SessionEndedError } from '../../lib/lineage/errors.js';
-import type { Message } from '../../lib/messages.js';
+import type { Item as Message } from '../../lib/items/types.js';
 import { sessionKey, type SessionRef } from '../../lib/session-ref.js';
 import { recordCounts, scaled } from '../support/chaos/counts.js';
-import { makeCoordinator, type Coordinator } from '../support/chaos/coordinator.js';
+import { makeCoordinator, type Coordinator, seedConversation } from '../support/chaos/coordinator.js';
 import { conversation, fixedEngine, sleep } from '../support/chaos/engines.js';
 import { liveTip } from '../support/chaos/invariants.js';
 
@@ -44,7 +45,7 @@ async function appendFollowing(ref: SessionRef, msg: Message): Promise<void> {
   let target = ref;
   for (let hop = 0; hop < 5; hop++) {
     try {
-      await coord.store.appendMessages(target, [msg]);
+      await coord.store.appendItems(target, { prepare: asIs([msg]) });
       return;
     } catch (err) {
       if (err instanceof SessionEndedError && err.liveSessionId) target = { tenantId: ref.tenantId, sessionId: err.liveSessionId };
@@ -62,9 +63,7 @@ describe('randomised interleavings', () => {
         counts.interleavingsExplored++;
         counts.racesRun += s.contenders.length;
         const tenantId = `chaos-race-${randomUUID()}`;
-        const created = await coord.store.createSession({ tenantId });
-        const ref = { tenantId, sessionId: created.sessionId };
-        await coord.store.appendMessages(ref, conversation(6));
+        const ref = await seedConversation(coord.store, tenantId, conversation(6));
 
         const summarized = new Set<string>();
         const appended: string[] = [];
@@ -72,7 +71,7 @@ describe('randomised interleavings', () => {
           ...s.contenders.map(async (c, i) => {
             await sleep(c.startDelay);
             const seen: string[] = [];
-            const engine = fixedEngine({ onCall: (m) => seen.push(...m.map((x) => x.content)), hold: () => sleep(c.engineDelay) });
+            const engine = fixedEngine({ onCall: (m) => seen.push(...m.map((x) => String(x.content))), hold: () => sleep(c.engineDelay) });
             const commitFence = new CommitFence();
             let cancelledBeforeCommit: boolean | undefined;
             if (c.cancelAfter !== undefined) {
@@ -111,7 +110,7 @@ describe('randomised interleavings', () => {
         expect(held).toBeNull(); // I3
 
         const tip = await liveTip(coord.store, ref);
-        const live = new Set((await coord.store.readMessages(tip)).map((m) => m.content));
+        const live = new Set((await coord.store.readAll(tip)).map((m) => String(m.content)));
         const lost = appended.filter((a) => !live.has(a) && !summarized.has(a));
         expect(lost).toEqual([]); // I4
       }),

@@ -8,7 +8,7 @@ import { compactSession, type CompactionOutcome } from '../../lib/compaction/ind
 import { SessionLease } from '../../lib/lease/index.js';
 import { sessionKey, type SessionRef } from '../../lib/session-ref.js';
 import { recordCounts, scaled } from '../support/chaos/counts.js';
-import { makeCoordinator, type Coordinator } from '../support/chaos/coordinator.js';
+import { makeCoordinator, type Coordinator, seedConversation } from '../support/chaos/coordinator.js';
 import { conversation, fixedEngine, sleep } from '../support/chaos/engines.js';
 import { waitLeaseFree } from '../support/chaos/invariants.js';
 import { startOwnRedisNodes, type OwnRedisNodes } from '../support/chaos/redis-nodes.js';
@@ -32,10 +32,7 @@ afterAll(async () => {
 
 async function seeded(): Promise<SessionRef> {
   const tenantId = `chaos-redis-${randomUUID()}`;
-  const s = await coord.store.createSession({ tenantId });
-  const ref = { tenantId, sessionId: s.sessionId };
-  await coord.store.appendMessages(ref, conversation(8));
-  return ref;
+  return seedConversation(coord.store, tenantId, conversation(8));
 }
 
 /** Runs `contenders` attempts on one session; the first to reach its engine triggers `fault`. */

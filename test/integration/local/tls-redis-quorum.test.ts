@@ -6,7 +6,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createRedisClient, createRedisClients, waitForRedis } from '../../../lib/clients.js';
 import { SessionLease } from '../../../lib/lease/index.js';
 import { startRedis, type LocalRedisProcess } from '../../../infra/local/processes.js';
-import { acquired, CountingFenceIssuer, newSessionKey } from '../lease/lease-test-support.js';
+import { acquired, newSessionKey } from '../lease/lease-test-support.js';
 
 const PASSWORD = 'p@ss:w0rd/with#symbols';
 
@@ -24,13 +24,8 @@ function createRedisClientWithCa(url: string, ca: string): Redis {
   return client;
 }
 
-/**
- * Options as a variable, not a literal: the lease's constructor options are being reshaped
- * (the fence moves out of acquire) and this test needs only the clients.
- */
 function leaseOver(redis: Redis[]): SessionLease {
-  const options = { clients: redis, fenceIssuer: new CountingFenceIssuer() };
-  return new SessionLease(options);
+  return new SessionLease({ clients: redis });
 }
 
 let plain: LocalRedisProcess[] = [];

@@ -4,7 +4,10 @@ import type { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import type { Redis } from 'ioredis';
 import { createDynamoClient, createRedisClients, waitForRedis } from '../../../lib/clients.js';
 import { SessionLease } from '../../../lib/lease/index.js';
-import { DynamoLineageStore } from '../../../lib/lineage/index.js';
+import type { Item } from '../../../lib/items/types.js';
+import { DynamoLineageStore } from '../../../lib/lineage/dynamo/store.js';
+import { asIs } from '../../../lib/lineage/prepare.js';
+import type { SessionRef } from '../../../lib/session-ref.js';
 
 export interface Coordinator {
   redis: Redis[];
@@ -31,7 +34,7 @@ export async function makeCoordinator(opts: CoordinatorOptions = {}): Promise<Co
   const ddb = createDynamoClient({ endpoint: opts.dynamodbEndpoint ?? process.env.DYNAMODB_ENDPOINT });
   const tableName = opts.tableName ?? process.env.TABLE_NAME ?? 'session-lineage-test';
   const store = new DynamoLineageStore({ client: ddb, tableName });
-  const lease = new SessionLease({ clients: redis, fenceIssuer: store, ...(opts.keyPrefix ? { keyPrefix: opts.keyPrefix } : {}) });
+  const lease = new SessionLease({ clients: redis, ...(opts.keyPrefix ? { keyPrefix: opts.keyPrefix } : {}) });
   return {
     redis,
     ddb,
@@ -43,4 +46,13 @@ export async function makeCoordinator(opts: CoordinatorOptions = {}): Promise<Co
       ddb.destroy();
     },
   };
+}
+
+/** A new session holding `items` (appended as one request's worth at a time). */
+export async function seedConversation(store: DynamoLineageStore, tenantId: string, items: readonly Item[]): Promise<SessionRef> {
+  const r = await store.createSession({ tenantId, source: 'chaos' });
+  if (r.replayed) throw new Error('unexpected replay');
+  const ref = { tenantId, sessionId: r.session.sessionId };
+  for (let i = 0; i < items.length; i += 98) await store.appendItems(ref, { prepare: asIs(items.slice(i, i + 98)) });
+  return ref;
 }

@@ -1,11 +1,13 @@
 // Compression engines for chaos tests and benchmarks: instant and deterministic, so what is
 // measured or raced is the coordination, not a summarizer.
-import type { CompressionEngine, CompressOptions, CompressResult } from '../../../lib/compressors/types.js';
-import { SUMMARY_PREFIX, type Message } from '../../../lib/messages.js';
+import type { CompressionEngine, CompressOptions, CompressResult, Transcript } from '../../../lib/compressors/types.js';
+import { SUMMARY_PREFIX, type Item } from '../../../lib/items/types.js';
+
+type Message = Item;
 
 /** Returns a summary plus the last real user turn: always smaller than an input of 3+ messages. */
 export function summarizeToTwo(messages: readonly Message[]): Message[] {
-  const lastUser = [...messages].reverse().find((m) => m.role === 'user' && !m.synthetic);
+  const lastUser = [...messages].reverse().find((m) => m.role === 'user' && m.synthetic !== true);
   const summary: Message = { role: 'assistant', content: `${SUMMARY_PREFIX} ${messages.length} messages summarized` };
   return lastUser ? [summary, { ...lastUser }] : [summary];
 }
@@ -22,11 +24,11 @@ export function fixedEngine(opts: FixedEngineOptions = {}): CompressionEngine & 
     name: 'fixed-test-engine',
     acceptedOptions: ['signal'] as const,
     calls: 0,
-    async compress(messages: readonly Message[], options: CompressOptions): Promise<CompressResult> {
+    async compress({ items }: Transcript, options: CompressOptions): Promise<CompressResult> {
       engine.calls++;
-      opts.onCall?.(messages);
-      await opts.hold?.(messages, options);
-      return { messages: summarizeToTwo(messages) };
+      opts.onCall?.(items);
+      await opts.hold?.(items, options);
+      return { items: summarizeToTwo(items) };
     },
   };
   return engine;
@@ -34,7 +36,7 @@ export function fixedEngine(opts: FixedEngineOptions = {}): CompressionEngine & 
 
 export function conversation(n: number, tag = 'm'): Message[] {
   return Array.from({ length: n }, (_, i) => ({
-    role: i % 2 === 0 ? ('user' as const) : ('assistant' as const),
+    role: i % 2 === 0 ? 'user' : 'assistant',
     content: `${tag}-${i}: ${i % 2 === 0 ? 'question' : 'answer'} number ${i}`,
   }));
 }

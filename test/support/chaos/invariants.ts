@@ -2,7 +2,7 @@
 import { QueryCommand, type DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import type { LeaseApi } from '../../../lib/lease/index.js';
 import type { LineageStore, SessionRecord } from '../../../lib/lineage/types.js';
-import { sessionPk } from '../../../lib/lineage/keys.js';
+import { sessionPk } from '../../../lib/lineage/dynamo/keys.js';
 import { sessionKey, type SessionRef } from '../../../lib/session-ref.js';
 import { sleep } from './engines.js';
 

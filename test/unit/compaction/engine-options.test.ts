@@ -5,7 +5,7 @@ import type { CompressionEngine } from '../../../lib/compressors/types.js';
 const engine = (accepted: CompressionEngine['acceptedOptions']): CompressionEngine => ({
   name: 'e',
   acceptedOptions: accepted,
-  compress: async (m) => ({ messages: [...m] }),
+  compress: async (t) => ({ items: [...t.items] }),
 });
 
 describe('optionsFor', () => {
@@ -30,7 +30,7 @@ describe('optionsFor', () => {
       get acceptedOptions(): never {
         throw new Error('options boom');
       },
-      compress: async () => ({ messages: [] }),
+      compress: async () => ({ items: [] }),
     } satisfies CompressionEngine;
     expect(() => optionsFor(bomb, all)).toThrow('options boom');
   });

@@ -3,7 +3,7 @@ import { describe, expect, it } from 'vitest';
 import { decodeCursor, encodeCursor, InvalidCursorError } from '../../../lib/lineage/cursor.js';
 import { ItemTooLargeError, StoreRetryableError } from '../../../lib/lineage/errors.js';
 import { expression } from '../../../lib/lineage/dynamo/expression.js';
-import { fromMessageItem, itemSizeBytes, messageItemsFor, toMessageItem, withDefaults } from '../../../lib/lineage/dynamo/items.js';
+import { fromMessageItem, itemSizeBytes, messageItemsFor, toMessageItem, withDefaults, type StoredMeta } from '../../../lib/lineage/dynamo/items.js';
 import { attemptShardOf, messageSk, parseTaskSk, refOfPk, sessionPk, taskSk } from '../../../lib/lineage/dynamo/keys.js';
 import { backoffDelay, DEFAULT_RETRY, isTransient, withRetry } from '../../../lib/lineage/dynamo/retry.js';
 import { MAX_ITEM_BYTES } from '../../../lib/lineage/limits.js';
@@ -101,7 +101,7 @@ describe('legacy records (C3)', () => {
       fence: 4,
       attemptWatermark: 9,
       attempt: { attemptId: 'a', holder: 'h', startedAt: 'x', leaseExpiresAt: 1, pendingChildId: 'c' },
-    });
+    } as unknown as StoredMeta);
     expect(meta).toMatchObject({ generation: 0, messageCount: 0, lastSeq: 0, tokenEstimate: 0, version: 0 });
     expect(meta.attempt).toMatchObject({ fence: 4, watermark: 9 });
   });
