@@ -2,7 +2,7 @@
 // template whose table is the shared JSON, with one least-privilege role per function and the
 // HTTP routes documented in functions/openapi.json.
 import { execFile } from 'node:child_process';
-import { readFileSync } from 'node:fs';
+import { readdirSync, readFileSync } from 'node:fs';
 import { promisify } from 'node:util';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { projectRoot } from '../../infra/build.js';
@@ -41,10 +41,14 @@ beforeAll(async () => {
 const ofType = (type: string) => Object.entries(resources).filter(([, r]) => r.Type === type);
 
 describe('serverless package', () => {
-  it('packages each function individually with only its own bundle', () => {
-    expect(zips.http).toEqual(['.esbuild/http/index.mjs']);
-    expect(zips.afterTurn).toEqual(['.esbuild/after-turn/index.mjs']);
-    expect(zips.sweep).toEqual(['.esbuild/sweep/index.mjs']);
+  it('packages each function individually with only its own bundle: index.mjs and its chunks, no metafile', () => {
+    const dirs = { http: 'http', afterTurn: 'after-turn', sweep: 'sweep' } as const;
+    for (const [fn, dir] of Object.entries(dirs)) {
+      const files = zips[fn]!;
+      expect(files).toContain(`.esbuild/${dir}/index.mjs`);
+      for (const f of files) expect(f).toMatch(new RegExp(`^\\.esbuild/${dir}/[\\w-]+\\.mjs$`));
+      expect([...files].sort()).toEqual([...readdirSync(`${projectRoot}/.esbuild/${dir}`)].filter((f) => f.endsWith('.mjs')).map((f) => `.esbuild/${dir}/${f}`).sort());
+    }
   });
 
   it('declares the table with exactly the properties of infra/table-definition.json', () => {
