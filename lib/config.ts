@@ -64,7 +64,7 @@ const positiveInt = (error = 'must be a positive integer') =>
   z.coerce.number({ error }).check(z.int({ error }), z.positive({ error }));
 const wholeSeconds = (error = 'must be a whole number of seconds (0 or more)') =>
   z.coerce.number({ error }).check(z.int({ error }), z.gte(0, { error }));
-const anyUrl = z.url({ error: 'must be a URL' });
+const anyUrl = z.url({ protocol: /^https?$/, error: 'must be a URL (http or https)' });
 
 const telemetryShape = {
   POWERTOOLS_SERVICE_NAME: z._default(z.string(), 'session-lineage'),
@@ -204,7 +204,9 @@ async function readSecret(read: SecretReader, parameterName: string, variable: s
   try {
     value = (await read(parameterName))?.trim();
   } catch (err) {
-    const why = err instanceof Error ? `${err.name}: ${err.message}` : String(err);
+    // Powertools wraps the SDK's error (e.g. ParameterNotFound, AccessDeniedException): name both.
+    const cause = err instanceof Error && err.cause instanceof Error ? ` (${err.cause.name})` : '';
+    const why = err instanceof Error ? `${err.name}: ${err.message}${cause}` : String(err);
     throw new ConfigError(`Cannot read SSM parameter "${parameterName}" (${variable}): ${why}`, { cause: err });
   }
   if (!value) throw new ConfigError(`SSM parameter "${parameterName}" (${variable}) is empty`);
