@@ -9,7 +9,8 @@ import { SUMMARY_PREFIX, type FormatAdapter, type Item, type ItemRole, type Json
 export const MESSAGE_ROLES: readonly ItemRole[] = ['user', 'assistant', 'system', 'developer'];
 
 interface ItemKind {
-  role: ItemRole;
+  /** Absent for items that stand for others (an `item_reference` can point at any role). */
+  role?: ItemRole;
   /** The call this item makes. `paired`: its result is a separate item (else the result is inline). */
   call?: (item: Item) => { name: string; arguments: string; paired: boolean };
   /** The call id this item answers. */
@@ -90,6 +91,8 @@ const KINDS: Record<string, ItemKind> = {
   // Encrypted or opaque to us: the model sees something, we cannot count it.
   reasoning: { role: 'assistant', text: (item) => joinTexts([item.summary, item.content, item.rawContent].flatMap((p) => (Array.isArray(p) ? partTexts(p) : []))) },
   compaction: { role: 'assistant' },
+  item_reference: {},
+  compaction_trigger: {},
 };
 
 /** `type: 'message'`, or the EasyInputMessage form: a `role` and no `type`. */
@@ -134,7 +137,7 @@ function textOf(item: Item): string {
   const kind = kindOf(item);
   if (!kind) {
     const { type: _type, id: _id, synthetic: _synthetic, ...rest } = item;
-    return JSON.stringify(rest);
+    return Object.keys(rest).length === 0 ? '' : JSON.stringify(rest);
   }
   const call = kind.call?.(item);
   return joinTexts([call?.name, call?.arguments, kind.text?.(item)]);
@@ -155,7 +158,7 @@ function render(item: Item): string {
     ? `[assistant] calls ${call.name}(${clip(call.arguments, RENDER_ARGUMENT_CHARS)})${call.id ? ` [${call.id}]` : ''}`
     : answered !== undefined
       ? `[tool result for ${answered}${typeof item.name === 'string' ? ` (${item.name})` : ''}]`
-      : `[${kind.role} ${type}]`;
+      : `[${kind.role ?? 'item'} ${type}]`;
   const text = clipBlock(kind.text?.(item) ?? '', RENDER_CONTENT_CHARS);
   return text ? `${head}\n${text}` : head;
 }
