@@ -1,75 +1,54 @@
-// Human anchor (SPEC C8): chat templates reject a context with no user turn, and a summary
-// or scaffolding is not the human's request. If compaction dropped every real user turn,
-// put the last one back without creating two consecutive user roles.
-import { SUMMARY_PREFIX, type Message } from '../messages.js';
-
-function isSummary(m: Message): boolean {
-  return typeof m.content === 'string' && m.content.trimStart().startsWith(SUMMARY_PREFIX);
-}
-
-/** A human turn: role user, not synthetic scaffolding, not a summary pinned to role user. */
-export function isRealUserMessage(m: Message): boolean {
-  return m.role === 'user' && m.synthetic !== true && !isSummary(m);
-}
-
-export function hasRealUserMessage(messages: readonly Message[]): boolean {
-  return messages.some(isRealUserMessage);
-}
+// Human anchor (SPEC C8, A2): chat templates reject a context with no user turn, and a summary
+// or scaffolding is not the human's request. If compaction dropped every real user turn, put
+// the last one back, in either format, without creating two consecutive user-role items and
+// without landing between a tool call and its result.
+import { pairCalls } from '../items/pairing.js';
+import type { FormatAdapter, Item } from '../items/types.js';
 
 export interface AnchorResult {
-  messages: Message[];
+  items: Item[];
   /** How the anchor came back: not needed, inserted as its own turn, merged into a user-role neighbour. */
   restored: 'none' | 'inserted' | 'merged';
 }
 
 /**
- * Returns `compacted` with the last real user turn of `input` restored when `compacted` has
- * none. Never mutates its arguments.
+ * Returns `compacted` (shallow copies) with the last real user turn of `input` restored when
+ * `compacted` has none. Never mutates its arguments.
  */
-export function restoreHumanAnchor(compacted: readonly Message[], input: readonly Message[]): AnchorResult {
-  const out = compacted.map((m) => ({ ...m }));
-  if (hasRealUserMessage(out)) return { messages: out, restored: 'none' };
-  const anchor = [...input].reverse().find(isRealUserMessage);
-  if (!anchor) return { messages: out, restored: 'none' };
-  return insertAnchor(out, { ...anchor });
+export function restoreHumanAnchor(compacted: readonly Item[], input: readonly Item[], adapter: FormatAdapter): AnchorResult {
+  const out = compacted.map((item) => ({ ...item }));
+  if (out.some((item) => adapter.isHumanTurn(item))) return { items: out, restored: 'none' };
+  const anchor = input.findLast((item) => adapter.isHumanTurn(item));
+  if (!anchor) return { items: out, restored: 'none' };
+  return insertAnchor(out, { ...anchor }, adapter);
 }
 
 /**
- * Places `anchor` right after the last summary/system message (the compacted head, before the
- * kept tail) or the nearest slot with no user neighbour and no tool result right after it.
- * When every slot touches a user turn, merges into the nearest user-role message, leading with
- * the human text and dropping the synthetic flag.
+ * Places `anchor` right after the last instruction or summary (the compacted head, before the
+ * kept tail), else at the nearest slot with no user-role neighbour that separates no call from
+ * its results. When every such slot touches a user turn, merges into the nearest user-role
+ * item, leading with the human text and dropping the synthetic flag.
  */
-export function insertAnchor(messages: Message[], anchor: Message): AnchorResult {
-  const lastHead = messages.findLastIndex((m) => m.role === 'system' || isSummary(m));
-  const preferred = lastHead + 1;
-  const slots = [
-    ...range(preferred, messages.length),
-    ...range(0, preferred - 1).reverse(),
-  ];
-  const free = (i: number): boolean => {
-    const prev = messages[i - 1];
-    const next = messages[i];
-    return prev?.role !== 'user' && next?.role !== 'user' && next?.role !== 'tool';
-  };
-  const slot = slots.find(free);
+export function insertAnchor(items: Item[], anchor: Item, adapter: FormatAdapter): AnchorResult {
+  const isUser = (i: number): boolean => i >= 0 && i < items.length && adapter.roleOf(items[i]!) === 'user';
+  const pairing = pairCalls(items, adapter);
+  const preferred = items.findLastIndex((item) => adapter.isInstruction(item) || adapter.isSummary(item)) + 1;
+  const nearest = [...range(preferred, items.length), ...range(0, preferred - 1).reverse()];
+
+  const slot = nearest.find((i) => pairing.isSafeCut(i) && !isUser(i - 1) && !isUser(i));
   if (slot !== undefined) {
-    messages.splice(slot, 0, anchor);
-    return { messages, restored: 'inserted' };
+    items.splice(slot, 0, anchor);
+    return { items, restored: 'inserted' };
   }
-  // No free slot means at least one user-role neighbour exists: merge into the nearest one.
-  const target = [...range(preferred, messages.length - 1), ...range(0, preferred - 1).reverse()].find(
-    (i) => messages[i]?.role === 'user',
-  );
-  if (target === undefined) {
-    // Only reachable when every slot is blocked by tool results: append as the last turn.
-    messages.push(anchor);
-    return { messages, restored: 'inserted' };
+  const target = nearest.find((i) => isUser(i));
+  if (target !== undefined) {
+    items[target] = adapter.mergeHumanText(items[target]!, anchor);
+    return { items, restored: 'merged' };
   }
-  const into = messages[target]!;
-  const { synthetic: _dropped, ...rest } = into;
-  messages[target] = { ...rest, role: 'user', content: `${anchor.content}\n\n${into.content}` };
-  return { messages, restored: 'merged' };
+  // No user-role item and no safe slot (only orphan results and dangling calls): the human turn
+  // matters more than a pairing the input already broke. Lead with it.
+  items.unshift(anchor);
+  return { items, restored: 'inserted' };
 }
 
 function range(from: number, toInclusive: number): number[] {

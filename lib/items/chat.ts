@@ -58,7 +58,7 @@ function textOf(item: Item): string {
 }
 
 function render(item: Item): string {
-  const role = roleOf(item) ?? String(item.role);
+  const role = roleOf(item) ?? 'unknown role';
   const resultOf = toolResultIdOf(item);
   const who = resultOf !== undefined ? `tool result for ${resultOf}` : typeof item.name === 'string' ? `${role} ${item.name}` : role;
   const calls = toolCallsOf(item).map((c) => `${c.name}(${clip(c.arguments, RENDER_ARGUMENT_CHARS)})${c.id ? ` [${c.id}]` : ''}`);

@@ -145,7 +145,7 @@ function textOf(item: Item): string {
 
 function render(item: Item): string {
   if (isMessage(item)) {
-    const head = `[${String(item.role)}]${item.synthetic === true ? ' (scaffolding)' : ''}`;
+    const head = `[${roleOf(item) ?? 'unknown role'}]${item.synthetic === true ? ' (scaffolding)' : ''}`;
     const text = clipBlock(messageTextOf(item), RENDER_CONTENT_CHARS);
     return text ? `${head}\n${text}` : head;
   }

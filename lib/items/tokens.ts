@@ -29,14 +29,15 @@ export const ESTIMATE_BYTES_PER_TOKEN = 3;
 /** The tokenizer's piece cache (LRU): bounded so adversarial unique text cannot grow it to 100 K long entries. */
 const MERGE_CACHE_ENTRIES = 20_000;
 
+/** Plain functions (no `this`): pass `counter.countText` around freely. */
 export interface TokenCounter {
-  countText(text: string): number;
+  readonly countText: (text: string) => number;
   /** One item inside a request: framing, role and every text the model sees in it. */
-  countItem(item: Item, adapter: FormatAdapter): number;
+  readonly countItem: (item: Item, adapter: FormatAdapter) => number;
   /** A whole request of these items (reply primer included; 0 for none). */
-  countItems(items: readonly Item[], adapter: FormatAdapter): number;
+  readonly countItems: (items: readonly Item[], adapter: FormatAdapter) => number;
   /** countItems(items) <= limit, counting only until the limit is passed. */
-  isWithinLimit(items: readonly Item[], adapter: FormatAdapter, limit: number): boolean;
+  readonly isWithinLimit: (items: readonly Item[], adapter: FormatAdapter, limit: number) => boolean;
 }
 
 /** Item-level counting over any exact text counter. */
