@@ -11,13 +11,22 @@ export interface AnchorResult {
   restored: 'none' | 'inserted' | 'merged';
 }
 
+/** A real human turn (SPEC C8): role user, not synthetic scaffolding, not a summary; in the adapter's format. */
+export function isRealUserMessage(item: Item, adapter: FormatAdapter): boolean {
+  return adapter.isHumanTurn(item);
+}
+
+export function hasRealUserMessage(items: readonly Item[], adapter: FormatAdapter): boolean {
+  return items.some((item) => adapter.isHumanTurn(item));
+}
+
 /**
  * Returns `compacted` (shallow copies) with the last real user turn of `input` restored when
  * `compacted` has none. Never mutates its arguments.
  */
 export function restoreHumanAnchor(compacted: readonly Item[], input: readonly Item[], adapter: FormatAdapter): AnchorResult {
   const out = compacted.map((item) => ({ ...item }));
-  if (out.some((item) => adapter.isHumanTurn(item))) return { items: out, restored: 'none' };
+  if (hasRealUserMessage(out, adapter)) return { items: out, restored: 'none' };
   const anchor = input.findLast((item) => adapter.isHumanTurn(item));
   if (!anchor) return { items: out, restored: 'none' };
   return insertAnchor(out, { ...anchor }, adapter);

@@ -1,6 +1,6 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { insertAnchor, restoreHumanAnchor } from '../../../lib/compaction/human-anchor.js';
+import { hasRealUserMessage, insertAnchor, isRealUserMessage, restoreHumanAnchor } from '../../../lib/compaction/human-anchor.js';
 import { chatAdapter as chat } from '../../../lib/items/chat.js';
 import { pairCalls } from '../../../lib/items/pairing.js';
 import { responsesAdapter as responses } from '../../../lib/items/responses.js';
@@ -17,6 +17,8 @@ describe('C8: human anchor (chat)', () => {
     expect(chat.isHumanTurn({ role: 'user', content: '[Your active task list was preserved]', synthetic: true })).toBe(false);
     expect(chat.isHumanTurn({ role: 'assistant', content: 'please continue' })).toBe(false);
     expect(chat.isHumanTurn({ role: 'user', content: 'please continue' })).toBe(true);
+    expect(isRealUserMessage({ role: 'user', content: 'please continue' }, chat)).toBe(true);
+    expect(hasRealUserMessage([{ role: 'user', content: 'x', synthetic: true }, { role: 'assistant', content: 'y' }], chat)).toBe(false);
   });
 
   it('C8: compressor dropped every user turn: the last real user turn is restored, alone', () => {
