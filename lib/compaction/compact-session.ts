@@ -7,7 +7,7 @@
 // with the L6 ownership check (a token-checked extend) running beside it; the commit
 // transaction, which also marks "completed"; one Redis round to release.
 import { Logger } from '@aws-lambda-powertools/logger';
-import { adapterFor } from '../items/index.js';
+import { adapterFor } from '../items/adapters.js';
 import { estimateItemTokens, loadTokenCounter } from '../items/tokens.js';
 import type { Item } from '../items/types.js';
 import { LeaseRefresher } from '../lease/index.js';
