@@ -48,6 +48,8 @@ export interface Config {
   /** How long a resolved API key is trusted per container, i.e. the revocation delay; 0 disables the cache. */
   apiKeyCacheTtlSeconds: number;
   eventBusName?: string;
+  /** Local stage: the JSON-lines file SessionCompacted events are appended to (e2e tests read it). */
+  localEventsFile?: string;
   /** The compaction engine; with `openAiApiKeySsmParam` set, its key is filled in at init by `resolveSecrets`. */
   engine: EngineConfig;
   /** SSM SecureString holding the OpenAI key; wins over OPENAI_API_KEY. Only http and afterTurn read it. */
@@ -100,6 +102,7 @@ const envSchema = z.object({
   MAX_BODY_BYTES: z._default(positiveInt(), 1_048_576),
   API_KEY_CACHE_TTL_SECONDS: z._default(wholeSeconds(), 60),
   EVENT_BUS_NAME: z.optional(z.string()),
+  LOCAL_EVENTS_FILE: z.optional(z.string()),
 });
 
 /**
@@ -178,6 +181,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     maxBodyBytes: e.MAX_BODY_BYTES,
     apiKeyCacheTtlSeconds: e.API_KEY_CACHE_TTL_SECONDS,
     eventBusName: e.EVENT_BUS_NAME,
+    localEventsFile: e.LOCAL_EVENTS_FILE,
     engine: toEngineConfig(e),
     openAiApiKeySsmParam: e.OPENAI_API_KEY_SSM_PARAM,
   };

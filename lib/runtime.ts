@@ -23,6 +23,9 @@ import {
   waitForRedis,
 } from './clients.js';
 import { compact } from './compaction/compact.js';
+import { compactionEventPublisherFrom } from './events/from-env.js';
+import { sessionCompactedEvent } from './events/session-compacted.js';
+import { createServiceMetrics, recordCompaction } from './telemetry/compaction-metrics.js';
 import type { CompactionOutcome, CompactRequest } from './compaction/types.js';
 import { engineFromConfig } from './compressors/index.js';
 import { loadConfig, resolveEngine, resolveRedisUrls, telemetryConfig, type Config, type SecretReader } from './config.js';
@@ -139,12 +142,23 @@ export class Runtime implements HandlerTelemetry {
   }
 }
 
-/** One compaction attempt with the runtime's lease, store and engine (SPEC C1-C13); http and afterTurn. */
+/**
+ * One compaction attempt with the runtime's lease, store and engine (SPEC C1-C13); http and
+ * afterTurn. Every attempt is counted in EMF metrics; every commit publishes SessionCompacted
+ * (after the lease is released; a publisher never throws into the answer).
+ */
 export function compaction(rt: Runtime): Promise<(req: CompactRequest) => Promise<CompactionOutcome>> {
   return rt.once('compaction', async () => {
     const { config, lease, store } = await rt.core();
     const engine = engineFromConfig(await resolveEngine(config, rt.secrets()));
-    return (req: CompactRequest) => compact({ lease, store, engine, leaseTtlMs: config.leaseTtlMs, logger: rt.logger }, req);
+    const metrics = createServiceMetrics(config);
+    const events = compactionEventPublisherFrom(config, (message, extra) => rt.logger.warn(message, { ...extra }));
+    return async (req: CompactRequest) => {
+      const outcome = await compact({ lease, store, engine, leaseTtlMs: config.leaseTtlMs, logger: rt.logger }, req);
+      recordCompaction(metrics, outcome, { latencyMs: outcome.outcome === 'compressed' ? outcome.commitMs : undefined });
+      if (outcome.outcome === 'compressed') await events.publish(sessionCompactedEvent(req.ref.tenantId, outcome, new Date(), req.correlationId));
+      return outcome;
+    };
   });
 }
 

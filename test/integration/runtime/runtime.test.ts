@@ -3,6 +3,9 @@
 // per container, a failed build retried, secrets read only by the functions that use them, and
 // the exported handlers of functions/ answering through it.
 import { randomUUID } from 'node:crypto';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import type { APIGatewayProxyStructuredResultV2, Context, SQSBatchResponse } from 'aws-lambda';
 import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
 import { ensureTable } from '../../../infra/table.js';
@@ -11,7 +14,9 @@ import { LocalLambdaAfterTurnPublisher, NoopAfterTurnPublisher } from '../../../
 import { ApiKeyStore } from '../../../lib/api/api-keys.js';
 import { createDynamoClient } from '../../../lib/clients.js';
 import { ConfigError } from '../../../lib/config.js';
-import { afterTurnDeps, afterTurnPublisher, httpDeps, Runtime, sweepDeps, type RuntimeOptions } from '../../../lib/runtime.js';
+import { afterTurnDeps, afterTurnPublisher, compaction, httpDeps, Runtime, sweepDeps, type RuntimeOptions } from '../../../lib/runtime.js';
+import { readCompactionEvents } from '../../../lib/events/index.js';
+import { asIs } from '../../../lib/lineage/prepare.js';
 import type { SweepResult } from '../../../lib/sweep/run-sweep.js';
 
 const tableName = `runtime-${randomUUID().slice(0, 8)}`;
@@ -120,6 +125,33 @@ describe('composition root (lib/runtime.ts)', () => {
     const local = runtimeOf({ env: { ...stackEnv(), LOCAL_LAMBDA_ENDPOINT: 'http://127.0.0.1:3002', AWS_LAMBDA_FUNCTION_NAME: 'slc-local-http' } });
     expect(await afterTurnPublisher(local)).toBeInstanceOf(LocalLambdaAfterTurnPublisher);
     expect(await afterTurnPublisher(runtimeOf({ env: stackEnv() }))).toBeInstanceOf(NoopAfterTurnPublisher);
+  });
+
+  it('issue 14: every compaction is counted in EMF metrics; a commit publishes SessionCompacted with its correlation id', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'slc-events-'));
+    const file = join(dir, 'events.jsonl');
+    const rt = runtimeOf({ env: { ...stackEnv(), LOCAL_EVENTS_FILE: file, POWERTOOLS_SERVICE_NAME: 'slc-metrics-test' } });
+    const { store } = await rt.core();
+    const created = await store.createSession({ tenantId });
+    if (created.replayed) throw new Error('unexpected replay');
+    const ref = { tenantId, sessionId: created.session.sessionId };
+    await store.appendItems(ref, { prepare: asIs(Array.from({ length: 12 }, (_, i) => ({ role: i % 2 ? 'assistant' : 'user', content: `turn ${i} `.repeat(30) }))) });
+    const compact = await compaction(rt);
+    const { value, lines } = await logLines(() => compact({ ref, mode: 'rotate', origin: 'manual', holder: 'metrics', correlationId: 'req-42' }));
+    expect(value.outcome).toBe('compressed');
+    const emf = lines.filter((l) => '_aws' in l);
+    expect(emf).toContainEqual(expect.objectContaining({ Compactions: 1, outcome: 'compressed', reason: 'none', service: 'slc-metrics-test' }));
+    expect(emf).toContainEqual(expect.objectContaining({ LeaseUnavailable: 0 }));
+    expect(emf.some((l) => typeof l.CommitLatency === 'number')).toBe(true);
+    const events = await readCompactionEvents(file);
+    expect(events).toEqual([
+      expect.objectContaining({ tenantId, parentSessionId: ref.sessionId, childSessionId: value.sessionId, sessionId: value.sessionId, mode: 'rotate', correlationId: 'req-42' }),
+    ]);
+    // A loser is counted too (contention), and publishes nothing.
+    const { lines: again } = await logLines(() => compact({ ref, mode: 'rotate', origin: 'manual', holder: 'metrics-2' }));
+    expect(again.filter((l) => '_aws' in l)).toContainEqual(expect.objectContaining({ Compactions: 1, outcome: 'skipped', reason: 'adopted' }));
+    expect(await readCompactionEvents(file)).toHaveLength(1);
+    rmSync(dir, { recursive: true, force: true });
   });
 
   it('one service name, from POWERTOOLS_SERVICE_NAME, on what the runtime logs', async () => {
