@@ -1,93 +1,85 @@
-// Full coordinated compaction commit vs the bare DynamoDB transaction it is built around.
+// SPEC P1/P3: a whole coordinated compaction (lease, begin, read beside the ownership check,
+// commit, release; an instant engine) vs one bare TransactWriteItems of the same items it commits
+// (the parent's update, the child's record or the archive task, the compacted items), interleaved
+// in one run on the same DynamoDB Local. Also counts the sequential calls (deterministic).
 import { randomUUID } from 'node:crypto';
-import { PutItemCommand, TransactWriteItemsCommand, type DynamoDBClient } from '@aws-sdk/client-dynamodb';
+import { TransactWriteItemsCommand, type DynamoDBClient, type TransactWriteItem } from '@aws-sdk/client-dynamodb';
+import { marshall } from '@aws-sdk/util-dynamodb';
 import { compactSession } from '../lib/compaction/index.js';
+import type { Item } from '../lib/items/types.js';
 import type { LeaseApi } from '../lib/lease/index.js';
-import type { LineageStore } from '../lib/lineage/types.js';
-import { conversation, fixedEngine } from '../test/support/chaos/engines.js';
+import type { DynamoLineageStore } from '../lib/lineage/dynamo/store.js';
+import type { Redis } from 'ioredis';
+import { seedConversation } from '../test/support/chaos/coordinator.js';
+import { conversation, fixedEngine, summarizeToTwo } from '../test/support/chaos/engines.js';
+import { overlap, RoundTrips } from '../test/support/round-trips.js';
 import { compare, timeIt, type Comparison } from './stats.js';
 
 export interface CommitBenchResult {
   iterations: number;
-  /** lease + beginAttempt + commitRotation + release (engine instant) vs put child + update parent. */
+  /** compactSession rotate vs a bare transaction writing the same parent update, child record and items. */
   rotationVsBareTransaction: Comparison;
+  /** compactSession in place vs a bare transaction writing the same record update, archive task and items. */
   inPlaceVsBareTransaction: Comparison;
+  /** Sequential steps counted on the real clients (P1, P3). */
+  trips: { mode: 'rotate' | 'in_place'; items: number; dynamoSteps: number; redisRounds: number; detail: string[] }[];
 }
 
-export async function seedSession(store: LineageStore, tenantId: string, messages = 8) {
-  const s = await store.createSession({ tenantId, source: 'bench' });
-  await store.appendMessages({ tenantId, sessionId: s.sessionId }, conversation(messages));
-  return { tenantId, sessionId: s.sessionId };
+export interface CommitBenchDeps {
+  lease: LeaseApi;
+  store: DynamoLineageStore;
+  ddb: DynamoDBClient;
+  redis: Redis[];
+  tableName: string;
 }
 
-async function bareRotation(ddb: DynamoDBClient, tableName: string): Promise<() => Promise<unknown>> {
-  const tenant = `bench-bare-${randomUUID()}`;
+/** The transaction a compaction of `input` commits, written bare under keys of its own. */
+function bareTransaction(tableName: string, mode: 'rotate' | 'in_place', input: readonly Item[]): TransactWriteItem[] {
+  const pk = (id: string) => `BENCH#${id}`;
   const parent = randomUUID();
   const child = randomUUID();
   const now = new Date().toISOString();
-  await ddb.send(
-    new PutItemCommand({
+  const compacted = summarizeToTwo(input);
+  const target = mode === 'rotate' ? child : parent;
+  const items: TransactWriteItem[] = compacted.map((it, i) => ({
+    Put: { TableName: tableName, Item: marshall({ pk: pk(target), sk: `MSG#${String(1).padStart(10, '0')}#${String(i + 1).padStart(10, '0')}`, body: JSON.stringify(it), tokens: 5, generation: 1, seq: i + 1 }) },
+  }));
+  const update: TransactWriteItem = {
+    Update: {
       TableName: tableName,
-      Item: { pk: { S: `BENCH#${tenant}#${parent}` }, sk: { S: 'SESSION' }, fence: { N: '1' }, createdAt: { S: now } },
-    }),
-  );
-  return () =>
-    ddb.send(
-      new TransactWriteItemsCommand({
-        TransactItems: [
-          {
-            Put: {
-              TableName: tableName,
-              Item: {
-                pk: { S: `BENCH#${tenant}#${child}` },
-                sk: { S: 'SESSION' },
-                parentKey: { S: `BENCH#${tenant}#${parent}` },
-                createdAt: { S: now },
-              },
-              ConditionExpression: 'attribute_not_exists(pk)',
-            },
-          },
-          {
-            Update: {
-              TableName: tableName,
-              Key: { pk: { S: `BENCH#${tenant}#${parent}` }, sk: { S: 'SESSION' } },
-              UpdateExpression: 'SET endReason = :r, childSessionId = :c',
-              ConditionExpression: 'attribute_not_exists(endReason) AND attribute_not_exists(childSessionId) AND fence = :f',
-              ExpressionAttributeValues: { ':r': { S: 'compression' }, ':c': { S: child }, ':f': { N: '1' } },
-            },
-          },
-        ],
-      }),
-    );
+      Key: marshall({ pk: pk(parent), sk: 'META' }),
+      UpdateExpression: 'SET #e = :now, #c = :child, #l = :mark ADD #v :one',
+      ConditionExpression: 'attribute_not_exists(#e) AND attribute_not_exists(#c)',
+      ExpressionAttributeNames: { '#e': 'endedAt', '#c': 'childSessionId', '#l': 'lastActivity', '#v': 'version' },
+      ExpressionAttributeValues: marshall({ ':now': now, ':child': child, ':mark': { label: 'compaction completed', at: now }, ':one': 1 }),
+    },
+  };
+  const second: TransactWriteItem =
+    mode === 'rotate'
+      ? { Put: { TableName: tableName, Item: marshall({ pk: pk(child), sk: 'META', createdAt: now, parentKey: pk(parent), version: 1 }), ConditionExpression: 'attribute_not_exists(pk)' } }
+      : { Put: { TableName: tableName, Item: marshall({ pk: pk(parent), sk: 'TASK#archive#0000000000', kind: 'archive', generation: 0 }) } };
+  return [update, second, ...items];
 }
 
-export async function benchCommit(
-  deps: { lease: LeaseApi; store: LineageStore; ddb: DynamoDBClient; tableName: string },
-  iterations: number,
-): Promise<CommitBenchResult> {
+export async function benchCommit(deps: CommitBenchDeps, iterations: number): Promise<CommitBenchResult> {
   const engine = fixedEngine();
   const out: Record<'rotate' | 'in_place', { s: number[]; b: number[] }> = { rotate: { s: [], b: [] }, in_place: { s: [], b: [] } };
   const warmup = 10;
+  const input = conversation(8);
   for (const mode of ['rotate', 'in_place'] as const) {
     for (let i = 0; i < iterations + warmup; i++) {
-      const ref = await seedSession(deps.store, `bench-${randomUUID()}`);
-      const bare = await bareRotation(deps.ddb, deps.tableName);
+      const ref = await seedConversation(deps.store, `bench-${randomUUID()}`, input);
+      const tx = bareTransaction(deps.tableName, mode, input);
       const subject = async () => {
         const r = await compactSession({ lease: deps.lease, store: deps.store, engine, leaseTtlMs: 10_000 }, { ref, mode, origin: 'manual', holder: 'bench' });
         if (r.outcome !== 'compressed') throw new Error(`bench: expected compressed, got ${r.outcome}`);
       };
-      let ts: number;
-      let tb: number;
-      if (i % 2 === 0) {
-        ts = await timeIt(subject);
-        tb = await timeIt(bare);
-      } else {
-        tb = await timeIt(bare);
-        ts = await timeIt(subject);
-      }
+      const bare = () => deps.ddb.send(new TransactWriteItemsCommand({ TransactItems: tx }));
+      // Alternate which goes first, so both see the same machine.
+      const [ts, tb] = i % 2 === 0 ? [await timeIt(subject), await timeIt(bare)] : [await timeIt(bare), await timeIt(subject)].reverse();
       if (i >= warmup) {
-        out[mode].s.push(ts);
-        out[mode].b.push(tb);
+        out[mode].s.push(ts!);
+        out[mode].b.push(tb!);
       }
     }
   }
@@ -95,5 +87,28 @@ export async function benchCommit(
     iterations,
     rotationVsBareTransaction: compare(out.rotate.s, out.rotate.b),
     inPlaceVsBareTransaction: compare(out.in_place.s, out.in_place.b),
+    trips: await countTrips(deps, engine),
   };
+}
+
+/** P1/P3 counted: rotation, and in place at 10 and 1,000 items. */
+async function countTrips(deps: CommitBenchDeps, engine: ReturnType<typeof fixedEngine>): Promise<CommitBenchResult['trips']> {
+  const trips = new RoundTrips().watchDynamo(deps.ddb).watchRedis(deps.redis);
+  try {
+    const rows: CommitBenchResult['trips'] = [];
+    for (const [mode, n] of [['rotate', 10], ['in_place', 10], ['in_place', 1000]] as const) {
+      const ref = await seedConversation(deps.store, `bench-trips-${randomUUID()}`, conversation(n));
+      const { result, phases } = await trips.during(() =>
+        compactSession({ lease: deps.lease, store: deps.store, engine, leaseTtlMs: 10_000 }, { ref, mode, origin: 'manual', holder: 'trips' }),
+      );
+      if (result.outcome !== 'compressed') throw new Error(`bench: expected compressed, got ${result.outcome}`);
+      // P1: the ownership check may run beside the transcript read (the second DynamoDB step), not after it.
+      const read = phases.dynamo[1] ?? [];
+      const besideRead = phases.redis.filter((round) => overlap(round, read)).length;
+      rows.push({ mode, items: n, dynamoSteps: phases.dynamoSteps, redisRounds: phases.redisRounds - besideRead, detail: phases.detail });
+    }
+    return rows;
+  } finally {
+    trips.restore();
+  }
 }

@@ -1,20 +1,23 @@
 // N contenders on one session: how fast losers are told `skipped`, and that nothing forks or leaks.
+// SPEC P2 in isolation: one losing compactSession (the lease is held) vs one bare SET NX PX round
+// on the same nodes, alternated in one run.
 import { randomUUID } from 'node:crypto';
 import type { Redis } from 'ioredis';
 import { compactSession } from '../lib/compaction/index.js';
 import type { LeaseApi } from '../lib/lease/index.js';
-import type { LineageStore } from '../lib/lineage/types.js';
 import { sessionKey } from '../lib/session-ref.js';
 import { fixedEngine, sleep } from '../test/support/chaos/engines.js';
-import { seedSession } from './commit-bench.js';
-import { round, summarize, timeIt, type Summary } from './stats.js';
+import { seedConversation } from '../test/support/chaos/coordinator.js';
+import { conversation } from '../test/support/chaos/engines.js';
+import type { DynamoLineageStore } from '../lib/lineage/dynamo/store.js';
+import { compare, round, summarize, timeIt, type Comparison, type Summary } from './stats.js';
 
 export interface ContentionRow {
   contenders: number;
   rounds: number;
-  /** Whole compactSession call of a loser, to its `skipped` outcome (includes reading the input back). */
+  /** Whole compactSession call of a loser, to its `skipped` outcome (one Redis round, nothing read: P2). */
   loserSkip: Summary;
-  /** The losers' tryAcquire alone (SET NX on every node, undo, read the holder). */
+  /** The losers' tryAcquire alone (SET NX PX GET on every node). */
   loserLeaseDecision: Summary;
   redisRoundTrip: Summary;
   /** loser time-to-skipped p50 / one Redis GET p50. */
@@ -25,7 +28,7 @@ export interface ContentionRow {
 }
 
 export async function benchContention(
-  deps: { lease: LeaseApi; store: LineageStore; redis: Redis[] },
+  deps: { lease: LeaseApi; store: DynamoLineageStore; redis: Redis[] },
   contenderCounts: readonly number[],
   rounds: number,
   /** How long the winner's engine runs, so losers really race a held lease. */
@@ -51,7 +54,7 @@ export async function benchContention(
     let forks = 0;
     let leaked = 0;
     for (let r = 0; r < rounds; r++) {
-      const ref = await seedSession(deps.store, `bench-contend-${randomUUID()}`);
+      const ref = await seedConversation(deps.store, `bench-contend-${randomUUID()}`, conversation(8));
       const engine = fixedEngine({ hold: () => sleep(holdMs) });
       await Promise.all(
         Array.from({ length: n }, async (_, i) => {
@@ -86,4 +89,32 @@ export async function benchContention(
     });
   }
   return rows;
+}
+
+/** P2: a loser (lease held by someone else) vs a bare SET NX PX on every node in parallel, alternated. */
+export async function benchLoser(deps: { lease: LeaseApi; store: DynamoLineageStore; redis: Redis[] }, iterations: number): Promise<Comparison> {
+  const ref = await seedConversation(deps.store, `bench-loser-${randomUUID()}`, conversation(1000));
+  const held = await deps.lease.tryAcquire(sessionKey(ref), { ttlMs: 600_000, holder: 'bench-holder' });
+  if (!held.acquired) throw new Error('bench: could not take the lease for the loser bench');
+  const engine = fixedEngine();
+  const loser: number[] = [];
+  const bare: number[] = [];
+  try {
+    const lose = () =>
+      compactSession({ lease: deps.lease, store: deps.store, engine, leaseTtlMs: 10_000 }, { ref, mode: 'rotate', origin: 'turn', holder: 'loser' }).then((r) => {
+        if (r.outcome !== 'skipped') throw new Error(`bench: a loser got ${r.outcome}`);
+      });
+    const setNx = () => Promise.all(deps.redis.map((c) => c.set(`bench-bare:${randomUUID()}`, 'x', 'PX', 10_000, 'NX')));
+    for (let i = 0; i < iterations + 20; i++) {
+      const [l, b] = i % 2 === 0 ? [await timeIt(lose), await timeIt(setNx)] : [await timeIt(setNx), await timeIt(lose)].reverse();
+      if (i >= 20) {
+        loser.push(l!);
+        bare.push(b!);
+      }
+    }
+  } finally {
+    await deps.lease.release(held);
+  }
+  if (engine.calls !== 0) throw new Error('bench: a loser called the engine');
+  return compare(loser, bare);
 }

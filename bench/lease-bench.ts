@@ -3,22 +3,7 @@ import { randomUUID } from 'node:crypto';
 import type { Redis } from 'ioredis';
 import { createRedisClients, waitForRedis } from '../lib/clients.js';
 import { SessionLease } from '../lib/lease/index.js';
-import type { FenceIssuer } from '../lib/lease/types.js';
-import type { LineageStore } from '../lib/lineage/types.js';
-import { sessionKey } from '../lib/session-ref.js';
 import { compare, timeIt, type Comparison } from './stats.js';
-
-/** In-process fence counter: isolates the Redis cost of the lease from the DynamoDB fence. */
-export function memoryFenceIssuer(): FenceIssuer {
-  const fences = new Map<string, number>();
-  return {
-    async nextFence(key) {
-      const n = (fences.get(key) ?? 0) + 1;
-      fences.set(key, n);
-      return n;
-    },
-  };
-}
 
 export interface LeaseBenchResult {
   nodes: number;
@@ -26,21 +11,15 @@ export interface LeaseBenchResult {
   acquireVsSetNx: Comparison;
   refreshVsGet: Comparison;
   releaseVsGet: Comparison;
-  /** Acquire including the real DynamoDB fence (nextFence), vs the same bare SET NX PX. */
-  acquireWithStoreFenceVsSetNx?: Comparison;
 }
 
 const onAll = (clients: Redis[], fn: (c: Redis) => Promise<unknown>) => Promise.all(clients.map(fn));
 
-export async function benchLease(
-  urls: readonly string[],
-  iterations: number,
-  storeFence?: LineageStore,
-): Promise<LeaseBenchResult> {
+export async function benchLease(urls: readonly string[], iterations: number): Promise<LeaseBenchResult> {
   const clients = createRedisClients(urls);
   await waitForRedis(clients);
   try {
-    const lease = new SessionLease({ clients, fenceIssuer: memoryFenceIssuer(), keyPrefix: 'bench-lease:' });
+    const lease = new SessionLease({ clients, keyPrefix: 'bench-lease:' });
     const samples = { acq: [] as number[], setnx: [] as number[], ref: [] as number[], get: [] as number[], rel: [] as number[], get2: [] as number[] };
     const warmup = 20;
     for (let i = 0; i < iterations + warmup; i++) {
@@ -81,22 +60,6 @@ export async function benchLease(
       refreshVsGet: compare(samples.ref, samples.get),
       releaseVsGet: compare(samples.rel, samples.get2),
     };
-    if (storeFence) {
-      const real = new SessionLease({ clients, fenceIssuer: storeFence, keyPrefix: 'bench-lease:' });
-      const a: number[] = [];
-      const s: number[] = [];
-      for (let i = 0; i < Math.ceil(iterations / 2); i++) {
-        // The store only issues fences for sessions that exist.
-        const created = await storeFence.createSession({ tenantId: `bench-fence-${randomUUID()}` });
-        const key = sessionKey(created);
-        const bareKey = `bench-bare:${randomUUID()}`;
-        let got: Awaited<ReturnType<SessionLease['tryAcquire']>> | undefined;
-        a.push(await timeIt(async () => (got = await real.tryAcquire(key, { ttlMs: 10_000, holder: 'bench' }))));
-        s.push(await timeIt(() => onAll(clients, (c) => c.set(bareKey, 'x', 'PX', 10_000, 'NX'))));
-        if (got?.acquired) await real.release(got);
-      }
-      result.acquireWithStoreFenceVsSetNx = compare(a, s);
-    }
     return result;
   } finally {
     for (const c of clients) c.disconnect();

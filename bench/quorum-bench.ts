@@ -2,28 +2,28 @@
 import { randomUUID } from 'node:crypto';
 import { compactSession } from '../lib/compaction/index.js';
 import { LeaseUnavailableError, SessionLease } from '../lib/lease/index.js';
-import type { LineageStore } from '../lib/lineage/types.js';
+import type { DynamoLineageStore } from '../lib/lineage/dynamo/store.js';
 import { fixedEngine } from '../test/support/chaos/engines.js';
 import { startOwnRedisNodes } from '../test/support/chaos/redis-nodes.js';
-import { seedSession } from './commit-bench.js';
-import { memoryFenceIssuer } from './lease-bench.js';
+import { seedConversation } from '../test/support/chaos/coordinator.js';
+import { conversation } from '../test/support/chaos/engines.js';
 import { round, summarize, timeIt, type Summary } from './stats.js';
 
 export interface QuorumBenchResult {
   iterations: number;
   normalAcquire: Summary;
   acquireToUnavailable: Summary;
-  /** Whole compactSession call to outcome skipped/lease_unavailable (store fence, real store). */
+  /** Whole compactSession call to outcome skipped/lease_unavailable (real store). */
   compactionToSkipped: Summary;
   ratioP50: number;
   outcomes: Record<string, number>;
   engineCalls: number;
 }
 
-export async function benchQuorumLoss(store: LineageStore, iterations: number): Promise<QuorumBenchResult> {
+export async function benchQuorumLoss(store: DynamoLineageStore, iterations: number): Promise<QuorumBenchResult> {
   const nodes = await startOwnRedisNodes(3);
   try {
-    const lease = new SessionLease({ clients: nodes.clients, fenceIssuer: memoryFenceIssuer(), keyPrefix: 'bench-quorum:' });
+    const lease = new SessionLease({ clients: nodes.clients, keyPrefix: 'bench-quorum:' });
     const normal: number[] = [];
     for (let i = 0; i < iterations; i++) {
       let got: Awaited<ReturnType<SessionLease['tryAcquire']>> | undefined;
@@ -43,12 +43,12 @@ export async function benchQuorumLoss(store: LineageStore, iterations: number): 
       }
       unavailable.push(performance.now() - t0);
     }
-    const realLease = new SessionLease({ clients: nodes.clients, fenceIssuer: store, keyPrefix: 'bench-quorum:' });
+    const realLease = new SessionLease({ clients: nodes.clients, keyPrefix: 'bench-quorum:' });
     const engine = fixedEngine();
     const outcomes: Record<string, number> = {};
     const compaction: number[] = [];
     for (let i = 0; i < Math.max(3, Math.ceil(iterations / 4)); i++) {
-      const ref = await seedSession(store, `bench-quorum-${randomUUID()}`);
+      const ref = await seedConversation(store, `bench-quorum-${randomUUID()}`, conversation(8));
       compaction.push(
         await timeIt(async () => {
           const r = await compactSession({ lease: realLease, store, engine, leaseTtlMs: 5000 }, { ref, mode: 'rotate', origin: 'turn', holder: 'bench' });

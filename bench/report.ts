@@ -3,6 +3,7 @@ import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import type { BundleRow } from './bundle-bench.js';
 import type { CommitBenchResult } from './commit-bench.js';
 import type { ContentionRow } from './contention-bench.js';
+import type { GoalRow } from './bundle-bench.js';
 import type { LeaseBenchResult } from './lease-bench.js';
 import type { QuorumBenchResult } from './quorum-bench.js';
 import type { ScaleRow } from './scale-bench.js';
@@ -23,6 +24,12 @@ export interface BenchResults {
   quorum?: QuorumBenchResult;
   bundles?: BundleRow[];
   tokens?: TokenBenchRow[];
+  /** P2: one losing compactSession vs one bare SET NX PX round on the same nodes. */
+  loser?: Comparison;
+  /** The client's minified bundle (lib/client, without the Agents SDK). */
+  clientBundle?: GoalRow;
+  /** SPEC P1-P4 and the issues' targets, from this run. */
+  goals?: GoalRow[];
 }
 
 const ms = (x: number) => (Number.isFinite(x) ? `${x.toFixed(2)} ms` : 'n/a');
@@ -40,20 +47,36 @@ export function sections(r: BenchResults): string[] {
       rows.push([`acquire, ${l.nodes} node(s)`, 'SET NX PX', ...cmp(l.acquireVsSetNx).split(' | ')]);
       rows.push([`refresh, ${l.nodes} node(s)`, 'GET', ...cmp(l.refreshVsGet).split(' | ')]);
       rows.push([`release, ${l.nodes} node(s)`, 'GET', ...cmp(l.releaseVsGet).split(' | ')]);
-      if (l.acquireWithStoreFenceVsSetNx) rows.push([`acquire + DynamoDB fence, ${l.nodes} nodes`, 'SET NX PX', ...cmp(l.acquireWithStoreFenceVsSetNx).split(' | ')]);
     }
     out.push(`### Lease vs bare Redis (same nodes, interleaved, ${r.lease[0]?.iterations} iterations)\n\n` + table(['operation', 'baseline', 'lease p50 / p99', 'baseline p50 / p99', 'ratio of p50s'], rows));
   }
+  if (r.goals?.length) {
+    out.push(
+      `### Goals (SPEC P1-P4)\n\n` +
+        table(['goal', 'measured', 'target', 'met'], r.goals.map((g) => [g.id, `${g.measured} ${g.unit}`, `${g.target} ${g.unit}`, g.met ? 'yes' : '**no**'])),
+    );
+  }
   if (r.commit) {
     out.push(
-      `### Coordinated commit vs bare TransactWriteItems (${r.commit.iterations} iterations each)\n\n` +
+      `### Coordinated compaction vs a bare TransactWriteItems of the same items (${r.commit.iterations} iterations each)\n\n` +
         table(
-          ['commit', 'coordinated p50 / p99', 'bare transaction p50 / p99', 'ratio of p50s'],
+          ['compaction', 'coordinated p50 / p99', 'bare transaction p50 / p99', 'ratio of p50s'],
           [
-            ['rotation (lease + beginAttempt + commitRotation + release)', ...cmp(r.commit.rotationVsBareTransaction).split(' | ')],
-            ['in place (lease + beginAttempt + commitInPlace + release)', ...cmp(r.commit.inPlaceVsBareTransaction).split(' | ')],
+            ['rotation (acquire, begin, read + ownership check, commit, release)', ...cmp(r.commit.rotationVsBareTransaction).split(' | ')],
+            ['in place (same, archive deferred)', ...cmp(r.commit.inPlaceVsBareTransaction).split(' | ')],
           ],
+        ) +
+        `\n\nCounted on the real clients (deterministic; a Redis round beside a DynamoDB call is not on the path):\n\n` +
+        table(
+          ['mode', 'items', 'sequential DynamoDB calls', 'Redis rounds on the path', 'phases'],
+          r.commit.trips.map((t) => [t.mode, t.items, t.dynamoSteps, t.redisRounds, t.detail.join(' → ')]),
         ),
+    );
+  }
+  if (r.loser) {
+    out.push(
+      `### A losing caller (SPEC P2)\n\n` +
+        table(['measure', 'loser p50 / p99', 'bare SET NX PX round p50 / p99', 'ratio of p50s'], [['compactSession → skipped/locked (1,000-item session)', ...cmp(r.loser).split(' | ')]]),
     );
   }
   if (r.contention) {
@@ -163,15 +186,17 @@ Raw numbers: \`bench/results/latest.json\` (and one timestamped file per run).
 
 - The machine is shared and noisy, so absolute milliseconds mean little. Each comparison runs the subject and its
   bare baseline **alternately in one run on the same servers** and reports p50 / p99 of each and the **ratio of p50s**.
-- Lease rows: \`SessionLease\` (Redlock over N nodes, token-checked Lua) vs a bare \`SET NX PX\` / \`GET\` sent to the same
-  N nodes in parallel. The lease rows use an in-process fence counter so they show the Redis cost only; the
-  "+ DynamoDB fence" row adds the real fencing number (an atomic counter update in DynamoDB Local).
-- Commit rows: a whole \`compactSession\` with an instant engine (lease, fence, beginAttempt, heartbeat touches, the
-  commit transaction, release) vs one bare "put child + update parent" TransactWriteItems on the same DynamoDB Local.
+- Lease rows: \`SessionLease\` (one \`SET NX PX GET\` round; Redlock's token-checked Lua for refresh and release) vs a bare
+  \`SET NX PX\` / \`GET\` sent to the same N nodes in parallel. The fence is not part of the lease: beginAttempt issues it.
+- Compaction rows (P1): a whole \`compactSession\` with an instant engine (acquire, the begin update that issues the fence,
+  the transcript read with the ownership check beside it, the commit transaction, release) vs one bare TransactWriteItems
+  of the same items the commit writes (the parent's update, the child's record or the archive task, the compacted items)
+  on the same DynamoDB Local. The sequential calls are also counted on the real clients.
+- Loser row (P2): one \`compactSession\` that loses the lease race (the lease is held) vs one bare \`SET NX PX\` round on
+  the same three nodes; a loser reads nothing (C1), so the ratio is the coordination's own cost.
 - Contention: N callers compact one session at once while the winner's engine takes 300 ms; "loser → skipped" is
-  how long a loser's whole \`compactSession\` call takes to answer \`skipped\` (it never waits for the lease, but
-  it reads the session's messages back to return them unchanged, SPEC C1), compared with one Redis GET; "lease
-  decision" is the losers' \`tryAcquire\` alone (SET NX on every node, undo, read the holder).
+  how long a loser's whole \`compactSession\` call takes to answer \`skipped\` (one Redis round, nothing read, SPEC C1/P2),
+  compared with one Redis GET; "lease decision" is the losers' \`tryAcquire\` alone (SET NX PX GET on every node).
   Forks and leaked leases must be 0.
 - Quorum loss: two of three Redis nodes are SIGKILLed; a request must learn \`lease_unavailable\` in milliseconds
   (SPEC L4), not after the client's reconnect budget.

@@ -8,7 +8,8 @@ import { startRedis } from '../infra/local/processes.js';
 import { makeCoordinator } from '../test/support/chaos/coordinator.js';
 import { benchBundles } from './bundle-bench.js';
 import { benchCommit } from './commit-bench.js';
-import { benchContention } from './contention-bench.js';
+import { benchContention, benchLoser } from './contention-bench.js';
+import { goalsOf } from './goals.js';
 import { benchLease } from './lease-bench.js';
 import { benchQuorumLoss } from './quorum-bench.js';
 import { writeReadme, summaryTable, type BenchResults } from './report.js';
@@ -41,7 +42,7 @@ try {
     step('lease, 1 node');
     const one = await benchLease([single.url], n(300));
     step('lease, 3 nodes');
-    const three = await benchLease(stack.redisUrls, n(300), coord.store);
+    const three = await benchLease(stack.redisUrls, n(300));
     results.lease = [one, three];
   }
   if (want('commit')) {
@@ -51,6 +52,8 @@ try {
   if (want('contention')) {
     step('contention');
     results.contention = await benchContention(coord, [1, 4, 16, 64], n(4));
+    step('loser (P2)');
+    results.loser = await benchLoser(coord, n(200));
   }
   if (want('scale')) {
     step('scale');
@@ -80,6 +83,7 @@ try {
   await stack.stop();
 }
 results.durationSeconds = Math.round((Date.now() - started) / 1000);
+results.goals = goalsOf(results);
 mkdirSync(`${root}bench/results`, { recursive: true });
 const stamp = results.startedAt.replace(/[:.]/g, '-');
 writeFileSync(`${root}bench/results/${stamp}.json`, JSON.stringify(results, null, 2) + '\n');

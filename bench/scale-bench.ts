@@ -2,9 +2,10 @@
 import { randomUUID } from 'node:crypto';
 import { compactSession } from '../lib/compaction/index.js';
 import type { LeaseApi } from '../lib/lease/index.js';
-import type { LineageStore } from '../lib/lineage/types.js';
+import type { DynamoLineageStore } from '../lib/lineage/dynamo/store.js';
 import { fixedEngine } from '../test/support/chaos/engines.js';
-import { seedSession } from './commit-bench.js';
+import { seedConversation } from '../test/support/chaos/coordinator.js';
+import { conversation } from '../test/support/chaos/engines.js';
 import { mapLimit, round } from './stats.js';
 
 export interface ScaleRow {
@@ -18,7 +19,7 @@ export interface ScaleRow {
 }
 
 export async function benchScale(
-  deps: { lease: LeaseApi; store: LineageStore },
+  deps: { lease: LeaseApi; store: DynamoLineageStore },
   sizes: readonly number[],
   concurrency = 32,
 ): Promise<ScaleRow[]> {
@@ -26,7 +27,7 @@ export async function benchScale(
   const engine = fixedEngine();
   for (const n of sizes) {
     const tenantId = `bench-scale-${randomUUID()}`;
-    const refs = await mapLimit(Array.from({ length: n }), concurrency, () => seedSession(deps.store, tenantId, 6));
+    const refs = await mapLimit(Array.from({ length: n }), concurrency, () => seedConversation(deps.store, tenantId, conversation(6)));
     const other: Record<string, number> = {};
     let compressed = 0;
     const t0 = performance.now();

@@ -130,8 +130,10 @@ export async function compactSession(
     scope.attempt = begun.attempt;
 
     // L6: prove we still own the lease (the fence was issued after Redis said yes), beside the read (P1).
+    // The read goes out first: the extend's own client-side work then overlaps the read, not precedes it.
+    const snapshot = store.readSnapshot(ref, begun);
     const ownership = leaseApi.refresh(lease, ttlMs);
-    const [owned, input] = await Promise.all([ownership, store.readSnapshot(ref, begun)]);
+    const [owned, input] = await Promise.all([ownership, snapshot]);
     if (!owned.refreshed) return owned.reason === 'no_quorum' ? skipped('lease_unavailable', ref.sessionId) : skipped('lease_lost', ref.sessionId);
     if (input.length === 0) return noop('nothing_to_compact', []);
 

@@ -1,0 +1,31 @@
+// The `goals` array of bench/results/latest.json: each performance rule of the SPEC (P1-P4) and
+// the issues' targets as {id, measured, target, unit, met}, from the numbers this run measured.
+import { bundleGoals, type GoalRow } from './bundle-bench.js';
+import type { BenchResults } from './report.js';
+
+export type { GoalRow };
+
+const atMost = (id: string, measured: number, target: number, unit: string): GoalRow => ({ id, measured, target, unit, met: measured <= target });
+
+export function goalsOf(r: BenchResults): GoalRow[] {
+  const goals: GoalRow[] = [];
+  if (r.commit) {
+    goals.push(atMost('P1-rotation-ratio', r.commit.rotationVsBareTransaction.ratioP50, 1.5, 'x'));
+    goals.push(atMost('P1-inplace-ratio', r.commit.inPlaceVsBareTransaction.ratioP50, 1.5, 'x'));
+    const rotation = r.commit.trips.find((t) => t.mode === 'rotate');
+    if (rotation) {
+      goals.push(atMost('P1-rotation-dynamodb-steps', rotation.dynamoSteps, 3, 'calls'));
+      goals.push(atMost('P1-rotation-redis-rounds', rotation.redisRounds, 2, 'rounds'));
+    }
+    const small = r.commit.trips.find((t) => t.mode === 'in_place' && t.items === 10);
+    const large = r.commit.trips.find((t) => t.mode === 'in_place' && t.items === 1000);
+    if (small && large) goals.push(atMost('P3-inplace-trips-1000-vs-10', Math.round((large.dynamoSteps / small.dynamoSteps) * 100) / 100, 1, 'x'));
+  }
+  if (r.loser) goals.push(atMost('P2-loser-ratio', r.loser.ratioP50, 2, 'x'));
+  if (r.bundles?.length) goals.push(...bundleGoals(r.bundles));
+  const run = r.tokens?.filter((t) => t.kind === 'single run (random letters)');
+  const widest = run?.at(-1);
+  if (widest) goals.push(atMost('tokens-per-kib-380-vs-1', widest.ratioTo1Kib, 2, 'x'));
+  if (r.clientBundle) goals.push(r.clientBundle);
+  return goals;
+}
