@@ -196,6 +196,13 @@ describe('compactSession outcomes', () => {
     expect(await c.lease.holderOf(sessionKey(ref))).toBeNull();
   });
 
+  it('C13/F1: a review request on a rotated session is disabled and names the live tip', async () => {
+    const ref = await seedSession(c.store);
+    const first = await compactSession(deps(), { ref, mode: 'rotate', origin: 'turn', holder: 'fn-a' });
+    const out = await compactSession(deps(), { ref, mode: 'rotate', origin: 'review', holder: 'review-fork' });
+    expect(out).toMatchObject({ outcome: 'disabled', reason: 'review_origin', sessionId: first.sessionId });
+  });
+
   it('C6: the engine receives only its declared options, once, with keepLast/targetTokens from the request', async () => {
     const ref = await seedSession(c.store);
     const strict = testEngine(undefined, ['keepLast', 'targetTokens']);
