@@ -1,1 +1,0 @@
-export { runSweep, type SweepDeps, type SweepResult } from './run-sweep.js';
