@@ -6,6 +6,7 @@ import type { ContentionRow } from './contention-bench.js';
 import type { LeaseBenchResult } from './lease-bench.js';
 import type { QuorumBenchResult } from './quorum-bench.js';
 import type { ScaleRow } from './scale-bench.js';
+import type { TokenBenchRow } from './token-bench.js';
 import type { Comparison } from './stats.js';
 
 export interface BenchResults {
@@ -21,6 +22,7 @@ export interface BenchResults {
   sessions?: ScaleRow[];
   quorum?: QuorumBenchResult;
   bundles?: BundleRow[];
+  tokens?: TokenBenchRow[];
 }
 
 const ms = (x: number) => (Number.isFinite(x) ? `${x.toFixed(2)} ms` : 'n/a');
@@ -95,6 +97,17 @@ export function sections(r: BenchResults): string[] {
             ['ratio of p50s (unavailable / normal)', `${q.ratioP50}x`],
             ['outcomes; engine calls', `${JSON.stringify(q.outcomes)}; ${q.engineCalls}`],
           ],
+        ),
+    );
+  }
+  if (r.tokens?.length) {
+    const perKib = (x: number | null) => (x === null ? 'not run (minutes: quadratic)' : `${x} ms`);
+    const ratio = (x: number | null) => (x === null ? '' : `${x}x`);
+    out.push(
+      `### Token counting per KiB (issue 11 #3: flat means linear; ratios are to the same input at 1 KiB)\n\n` +
+        table(
+          ['input', 'KiB', 'tokens', 'ours per KiB', 'ours ratio', 'plain gpt-tokenizer per KiB', 'plain ratio'],
+          r.tokens.map((t) => [t.kind, t.kib, t.tokens, perKib(t.msPerKib), ratio(t.ratioTo1Kib), perKib(t.plainMsPerKib), ratio(t.plainRatioTo1Kib)]),
         ),
     );
   }

@@ -13,6 +13,7 @@ import { benchLease } from './lease-bench.js';
 import { benchQuorumLoss } from './quorum-bench.js';
 import { writeReadme, summaryTable, type BenchResults } from './report.js';
 import { benchScale } from './scale-bench.js';
+import { benchTokens } from './token-bench.js';
 
 const scale = Number(process.env.BENCH_SCALE ?? 1) || 1;
 const n = (x: number) => Math.max(3, Math.round(x * scale));
@@ -58,6 +59,10 @@ try {
   if (want('quorum')) {
     step('quorum loss');
     results.quorum = await benchQuorumLoss(coord.store, n(30));
+  }
+  if (want('tokens')) {
+    step('tokens');
+    results.tokens = await benchTokens(n(3));
   }
   if (want('bundles')) {
     step('bundles');

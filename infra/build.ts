@@ -1,12 +1,15 @@
 // `npm run build`: bundles each functions/*.ts Lambda handler with esbuild into its own
-// .esbuild/<name>/index.mjs (what serverless.yml packages), and prints the sizes.
-import { mkdir, readdir, rename, writeFile } from 'node:fs/promises';
-import { basename, join, relative } from 'node:path';
+// .esbuild/<name>/ (what serverless.yml packages): index.mjs, the chunks it loads lazily
+// (code-split ESM: a dynamic import() becomes a file loaded only when that code runs),
+// and meta.json (esbuild's metafile of exactly those files), and prints the sizes.
+import { mkdir, readdir, rename, rm, writeFile } from 'node:fs/promises';
+import { basename, dirname, join, relative, sep } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { build } from 'esbuild';
+import { build, type BuildOptions, type Metafile, type Plugin } from 'esbuild';
 
 export const projectRoot = fileURLToPath(new URL('..', import.meta.url));
 export const outRoot = join(projectRoot, '.esbuild');
+export const META_FILE = 'meta.json';
 
 // ESM bundles of CJS dependencies (ioredis, the AWS SDK) still call require/__dirname.
 const banner = [
@@ -18,23 +21,64 @@ const banner = [
   'const __dirname = __pathDirname(__filename);',
 ].join('\n');
 
+const libDir = join(projectRoot, 'lib') + sep;
+const SKIP = Symbol('own-modules-resolving');
+
+/**
+ * Our lib/ modules only declare things; none does work on import. Telling esbuild so lets it drop
+ * a module whose exports a bundle does not use, with everything only it imports: lib/runtime.ts
+ * imports the API and compaction modules for httpDeps, yet the sweep bundle holds neither (a
+ * top-level `z.object(...)` in an unused schema module would otherwise be kept "for its effects").
+ */
+const ownModulesAreSideEffectFree: Plugin = {
+  name: 'own-modules-are-side-effect-free',
+  setup(b) {
+    b.onResolve({ filter: /^\.\.?\// }, async (args) => {
+      if (args.pluginData === SKIP) return undefined;
+      const resolved = await b.resolve(args.path, { kind: args.kind, importer: args.importer, resolveDir: args.resolveDir, pluginData: SKIP });
+      if (resolved.errors.length > 0 || !resolved.path.startsWith(libDir)) return undefined;
+      return { path: resolved.path, sideEffects: false };
+    });
+  },
+};
+
 /** The esbuild options of every deployable bundle (the benchmarks build with the same). */
 export const bundleOptions = {
   bundle: true,
   platform: 'node',
   target: 'node20',
   format: 'esm',
+  splitting: true,
+  mainFields: ['module', 'main'],
+  entryNames: 'index',
+  chunkNames: '[name]-[hash]',
+  outExtension: { '.js': '.mjs' },
   banner: { js: banner },
   minify: true,
   sourcemap: false,
   legalComments: 'none',
-} as const;
+  metafile: true,
+  // Metafile paths are then relative to the project root, wherever the build runs from.
+  absWorkingDir: projectRoot,
+  plugins: [ownModulesAreSideEffectFree],
+} satisfies BuildOptions;
 
 export interface BuiltFunction {
   name: string;
   entry: string;
+  outdir: string;
+  /** `<outdir>/index.mjs` */
   outfile: string;
+  /** What loading the handler loads: index.mjs plus the chunks it imports statically. */
   bytes: number;
+  /** Chunks loaded only by a dynamic import() that runs (e.g. the tokenizer when a compaction runs). */
+  lazyBytes: number;
+  /** Every file written (relative to outdir), meta.json aside. */
+  files: string[];
+  /** Metafile output paths: the entry and its static imports; the lazily loaded rest. */
+  entryOutputs: string[];
+  lazyOutputs: string[];
+  metafile: Metafile;
 }
 
 export async function listHandlers(): Promise<string[]> {
@@ -42,32 +86,101 @@ export async function listHandlers(): Promise<string[]> {
   return (await readdir(dir)).filter((f) => f.endsWith('.ts') && !f.endsWith('.d.ts') && !f.endsWith('.test.ts')).sort();
 }
 
-async function bundleOne(file: string): Promise<BuiltFunction> {
-  const name = basename(file, '.ts');
-  const entry = join(projectRoot, 'functions', file);
-  const outdir = join(outRoot, name);
-  const result = await build({
-    entryPoints: [entry],
-    ...bundleOptions,
-    outExtension: { '.js': '.mjs' },
-    write: false,
-    logLevel: 'warning',
-    outdir,
-  });
-  const output = result.outputFiles[0];
-  if (!output) throw new Error(`esbuild produced nothing for ${file}`);
-  await mkdir(outdir, { recursive: true });
-  // Write-then-rename: a serverless-offline process loading the bundle never sees half a file.
-  const outfile = join(outdir, 'index.mjs');
-  const tmp = `${outfile}.${process.pid}.${Date.now()}.tmp`;
-  await writeFile(tmp, output.contents);
-  await rename(tmp, outfile);
-  return { name, entry, outfile, bytes: output.contents.byteLength };
+type Outputs = Metafile['outputs'];
+
+/** Outputs reachable from `from` over the given import kinds (internal chunks only, never node: builtins). */
+export function reachableOutputs(outputs: Outputs, from: string, kinds: readonly string[]): Set<string> {
+  const seen = new Set<string>();
+  const visit = (path: string) => {
+    if (seen.has(path) || !outputs[path]) return;
+    seen.add(path);
+    for (const i of outputs[path]!.imports) if (!i.external && kinds.includes(i.kind)) visit(i.path);
+  };
+  visit(from);
+  return seen;
 }
 
-export async function buildFunctions(): Promise<BuiltFunction[]> {
+/**
+ * The npm package a metafile input belongs to: its name (`@scope/name` or `name`) and the directory
+ * it was installed in. Two directories for one name mean the package is bundled twice. Undefined for our own files.
+ */
+export function packageOf(input: string): { name: string; dir: string } | undefined {
+  const at = input.lastIndexOf('node_modules/');
+  if (at < 0) return undefined;
+  const [first = '', second = ''] = input.slice(at + 'node_modules/'.length).split('/');
+  const name = first.startsWith('@') ? `${first}/${second}` : first;
+  return { name, dir: input.slice(0, at + 'node_modules/'.length + name.length) };
+}
+
+/** Bytes each input contributes to the given outputs. */
+export function inputBytes(meta: Metafile, outputs: Iterable<string>): Map<string, number> {
+  const bytes = new Map<string, number>();
+  for (const o of outputs) {
+    for (const [input, { bytesInOutput }] of Object.entries(meta.outputs[o]?.inputs ?? {})) {
+      bytes.set(input, (bytes.get(input) ?? 0) + bytesInOutput);
+    }
+  }
+  return bytes;
+}
+
+/**
+ * esbuild still emits a chunk for a dynamic import() inside code it tree-shook away (the sweep
+ * bundle would ship an unreferenced tokenizer chunk); keep only what the entry can load, and a
+ * metafile describing exactly that.
+ */
+function pruneToEntry(meta: Metafile, entryOut: string): { meta: Metafile; statics: Set<string>; all: Set<string> } {
+  const all = reachableOutputs(meta.outputs, entryOut, ['import-statement', 'dynamic-import']);
+  const statics = reachableOutputs(meta.outputs, entryOut, ['import-statement']);
+  const outputs = Object.fromEntries(Object.entries(meta.outputs).filter(([p]) => all.has(p)));
+  const used = new Set(Object.values(outputs).flatMap((o) => Object.keys(o.inputs)));
+  const inputs = Object.fromEntries(Object.entries(meta.inputs).filter(([p]) => used.has(p)));
+  return { meta: { inputs, outputs }, statics, all };
+}
+
+/** Write-then-rename, so a serverless-offline process loading the bundle never sees half a file. */
+async function writeAtomically(file: string, contents: Uint8Array | string): Promise<void> {
+  const tmp = `${file}.${process.pid}.${Date.now()}.tmp`;
+  await writeFile(tmp, contents);
+  await rename(tmp, file);
+}
+
+export async function bundleFunction(file: string, root = outRoot): Promise<BuiltFunction> {
+  const name = basename(file, '.ts');
+  const entry = join(projectRoot, 'functions', file);
+  const outdir = join(root, name);
+  const result = await build({ ...bundleOptions, entryPoints: [entry], write: false, logLevel: 'warning', outdir });
+  const rel = (abs: string) => relative(projectRoot, abs).split(sep).join('/');
+  const entryOut = rel(join(outdir, 'index.mjs'));
+  const { meta, statics, all } = pruneToEntry(result.metafile, entryOut);
+  const written = result.outputFiles.filter((o) => all.has(rel(o.path)));
+  await mkdir(outdir, { recursive: true });
+  // Chunks before the entry: the new index.mjs never points at a chunk that is not there yet.
+  const entryFile = written.find((o) => rel(o.path) === entryOut);
+  if (!entryFile) throw new Error(`esbuild produced no index.mjs for ${file}`);
+  for (const o of written) if (o !== entryFile) await writeAtomically(o.path, o.contents);
+  await writeAtomically(entryFile.path, entryFile.contents);
+  await writeAtomically(join(outdir, META_FILE), JSON.stringify(meta, null, 1));
+  // Stale chunks of an earlier build would be packaged too (serverless.yml takes .esbuild/<fn>/**).
+  const keep = new Set([...written.map((o) => basename(o.path)), META_FILE]);
+  for (const f of await readdir(outdir)) if (!keep.has(f) && !f.endsWith('.tmp')) await rm(join(outdir, f), { force: true });
+  const bytesOf = (set: Set<string>) => [...set].reduce((n, p) => n + (meta.outputs[p]?.bytes ?? 0), 0);
+  return {
+    name,
+    entry,
+    outdir,
+    outfile: entryFile.path,
+    bytes: bytesOf(statics),
+    lazyBytes: bytesOf(all) - bytesOf(statics),
+    files: written.map((o) => relative(outdir, o.path)).sort(),
+    entryOutputs: [...statics].sort(),
+    lazyOutputs: [...all].filter((p) => !statics.has(p)).sort(),
+    metafile: meta,
+  };
+}
+
+export async function buildFunctions(root = outRoot): Promise<BuiltFunction[]> {
   const files = await listHandlers();
-  return Promise.all(files.map(bundleOne));
+  return Promise.all(files.map((f) => bundleFunction(f, root)));
 }
 
 function formatBytes(n: number): string {
@@ -76,5 +189,8 @@ function formatBytes(n: number): string {
 
 if (process.argv[1] && fileURLToPath(import.meta.url) === process.argv[1]) {
   const built = await buildFunctions();
-  for (const b of built) console.log(`${b.name.padEnd(12)} ${formatBytes(b.bytes).padStart(10)}  ${relative(projectRoot, b.outfile)}`);
+  for (const b of built) {
+    const lazy = b.lazyBytes > 0 ? ` (+ ${formatBytes(b.lazyBytes)} lazy)` : '';
+    console.log(`${b.name.padEnd(12)} ${formatBytes(b.bytes).padStart(10)}${lazy}  ${relative(projectRoot, dirname(b.outfile))}/ ${b.files.length} files`);
+  }
 }

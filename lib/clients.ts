@@ -1,7 +1,11 @@
-// Client factories shared by handlers, tests, CLI and benchmarks, so every Redis and
-// DynamoDB client in the project is configured one way.
+// Client factories shared by handlers, tests, CLI and benchmarks, so every Redis and AWS
+// client in the project is configured one way.
 import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
+import { SQSClient } from '@aws-sdk/client-sqs';
+import { SSMClient } from '@aws-sdk/client-ssm';
+import { SSMProvider } from '@aws-lambda-powertools/parameters/ssm';
 import { Redis } from 'ioredis';
+import type { SecretReader } from './config.js';
 
 export interface RedisClientOptions {
   /** Per-command connect timeout; small so a dead node is noticed in milliseconds. */
@@ -49,19 +53,60 @@ export async function waitForRedis(clients: readonly Redis[], timeoutMs = 2000):
   );
 }
 
-export interface DynamoClientOptions {
-  endpoint?: string | undefined;
+/** Retry and timeouts of every AWS client (lib/config.ts maps DYNAMODB_* onto these for DynamoDB). */
+export interface AwsTransportOptions {
   region?: string;
+  /** Total tries per call, first included. Default 3. */
   maxAttempts?: number;
+  /** TCP connect budget per try. Default 1 s. */
+  connectTimeoutMs?: number;
+  /** Whole request + response budget per try. Default 5 s. */
+  requestTimeoutMs?: number;
+}
+
+export const DEFAULT_AWS_TRANSPORT = { maxAttempts: 3, connectTimeoutMs: 1_000, requestTimeoutMs: 5_000 } as const;
+
+/**
+ * The SDK's standard retry strategy (bounded attempts, jittered backoff, a retry quota) retries
+ * transport errors (ECONNRESET, EPIPE, ETIMEDOUT, our timeouts), 500/502/503/504 and throttling.
+ * A resend re-sends the serialized request, so a transaction keeps its ClientRequestToken and
+ * DynamoDB applies it once. Without throwOnRequestTimeout the SDK only logs a breached requestTimeout.
+ */
+function awsClientConfig(opts: AwsTransportOptions) {
+  return {
+    region: opts.region ?? process.env.AWS_REGION ?? 'us-east-1',
+    retryMode: 'standard',
+    maxAttempts: opts.maxAttempts ?? DEFAULT_AWS_TRANSPORT.maxAttempts,
+    requestHandler: {
+      connectionTimeout: opts.connectTimeoutMs ?? DEFAULT_AWS_TRANSPORT.connectTimeoutMs,
+      requestTimeout: opts.requestTimeoutMs ?? DEFAULT_AWS_TRANSPORT.requestTimeoutMs,
+      throwOnRequestTimeout: true,
+    },
+  } as const;
+}
+
+export interface DynamoClientOptions extends AwsTransportOptions {
+  /** DynamoDB Local; static dummy credentials go with it. */
+  endpoint?: string | undefined;
 }
 
 export function createDynamoClient(opts: DynamoClientOptions = {}): DynamoDBClient {
   return new DynamoDBClient({
-    region: opts.region ?? process.env.AWS_REGION ?? 'us-east-1',
-    ...(opts.endpoint
-      ? { endpoint: opts.endpoint, credentials: { accessKeyId: 'local', secretAccessKey: 'local' } }
-      : {}),
-    // Our store does its own bounded, typed retries for conflicts and throttling.
-    maxAttempts: opts.maxAttempts ?? 1,
+    ...awsClientConfig(opts),
+    ...(opts.endpoint ? { endpoint: opts.endpoint, credentials: { accessKeyId: 'local', secretAccessKey: 'local' } } : {}),
   });
+}
+
+export function createSqsClient(opts: AwsTransportOptions = {}): SQSClient {
+  return new SQSClient(awsClientConfig(opts));
+}
+
+export function createSsmClient(opts: AwsTransportOptions = {}): SSMClient {
+  return new SSMClient(awsClientConfig(opts));
+}
+
+/** Decrypted SSM SecureStrings through Powertools parameters (cached by the provider, default 5 s). */
+export function ssmSecretReader(client: SSMClient): SecretReader {
+  const provider = new SSMProvider({ awsSdkV3Client: client });
+  return (name) => provider.get(name, { decrypt: true });
 }

@@ -1,38 +1,232 @@
-// Runtime configuration from the environment, validated once. Defaults point at the
-// local stack written by `npm start` (infra/local/.local-stack.json is read by infra, not here).
-import { z } from 'zod';
-import { engineConfigFromEnv, type EngineConfig } from './compressors/engine-config.js';
+// The service configuration: every environment variable is named once here, validated once
+// (zod/mini: classic zod adds ~440 KB to each bundle) and mapped once to a camelCase field.
+// Defaults point at the local stack. Secrets named by *_SSM_PARAM are read by `resolveSecrets`
+// at init, so loading the config itself never touches AWS.
+import * as z from 'zod/mini';
+import type { EngineConfig } from './compressors/engine-config.js';
 
-/** Unset and empty mean the same thing for optional variables (serverless writes '' for absent ones). */
-const optionalString = z.preprocess((v) => (v === '' ? undefined : v), z.string().min(1).optional());
+export type CompactionMode = 'rotate' | 'in_place';
 
-const schema = z.object({
-  REDIS_URLS: z.string().min(1).default('redis://127.0.0.1:6379'),
-  DYNAMODB_ENDPOINT: z.preprocess((v) => (v === '' ? undefined : v), z.string().url().optional()),
-  AWS_REGION: z.string().default('us-east-1'),
-  TABLE_NAME: z.string().min(1).default('session-lineage'),
-  LEASE_TTL_MS: z.coerce.number().int().positive().default(30_000),
-  /** SQS queue for after-turn events (deployed). */
-  AFTER_TURN_QUEUE_URL: optionalString,
-  /** serverless-offline Lambda invoke endpoint (local): after-turn events go straight to the function. */
-  LOCAL_LAMBDA_ENDPOINT: optionalString,
-  /** Sessions above this many tokens are compacted after a turn (SPEC F3). */
-  COMPACTION_TOKEN_THRESHOLD: z.coerce.number().int().positive().default(8_000),
-  /** How the after-turn consumer compacts: rotate to a child (default) or in place. */
-  AFTER_TURN_COMPACTION_MODE: z.enum(['rotate', 'in_place']).default('rotate'),
-  /** How long a processed SQS messageId is remembered; SQS retries come far sooner than a day. */
-  AFTER_TURN_IDEMPOTENCY_TTL_SECONDS: z.coerce.number().int().positive().default(24 * 3600),
-  /** HTTP API: largest request body accepted (SPEC F1, 413 above it). */
-  MAX_BODY_BYTES: z.coerce.number().int().positive().default(1_048_576),
-});
+/** Where the Redlock node URLs come from: the plain variable, or an SSM SecureString (which wins). */
+export type RedisSource = { kind: 'urls'; urls: string[] } | { kind: 'ssm'; parameterName: string };
 
-/** The service config; `engine` comes from OPENAI_BASE_URL / OPENAI_MODEL / OPENAI_API_KEY. */
-export type Config = z.infer<typeof schema> & { engine: EngineConfig };
-
-export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
-  return { ...schema.parse(env), engine: engineConfigFromEnv(env) };
+/** DynamoDB endpoint and transport; lib/clients.ts turns these into the SDK's retry and timeouts. */
+export interface DynamoSettings {
+  /** DynamoDB Local (local runs only). */
+  endpoint?: string;
+  /** Total tries per call, first included (SDK standard retry strategy). */
+  maxAttempts: number;
+  connectTimeoutMs: number;
+  /** Per try: a stalled DynamoDB fails a call after about maxAttempts x this, well inside the function timeout. */
+  requestTimeoutMs: number;
 }
 
-export function redisUrls(config: Pick<Config, 'REDIS_URLS'>): string[] {
-  return config.REDIS_URLS.split(',').map((u) => u.trim()).filter(Boolean);
+export interface Config {
+  /** The one service name of every handler's logs and metrics. */
+  serviceName: string;
+  metricsNamespace: string;
+  region: string;
+  tableName: string;
+  dynamo: DynamoSettings;
+  redis: RedisSource;
+  leaseTtlMs: number;
+  /** Sessions above this many tokens are compacted after a turn (SPEC F3). */
+  compactionTokenThreshold: number;
+  afterTurnCompactionMode: CompactionMode;
+  /** How long a processed SQS messageId is remembered; SQS retries come far sooner than a day. */
+  afterTurnIdempotencyTtlSeconds: number;
+  /** SQS queue for after-turn events (deployed). */
+  afterTurnQueueUrl?: string;
+  /** serverless-offline Lambda invoke endpoint (local): after-turn events go straight to the function. */
+  localLambdaEndpoint?: string;
+  /** The afterTurn function to invoke locally; else derived from `lambdaFunctionName`. */
+  afterTurnFunctionName?: string;
+  /** The function this process runs as (Lambda and serverless-offline set AWS_LAMBDA_FUNCTION_NAME). */
+  lambdaFunctionName?: string;
+  /** HTTP API: largest request body accepted (SPEC F1, 413 above it). */
+  maxBodyBytes: number;
+  /** How long a resolved API key is trusted per container, i.e. the revocation delay; 0 disables the cache. */
+  apiKeyCacheTtlSeconds: number;
+  eventBusName?: string;
+  /** Local stage: the JSON-lines file SessionCompacted events are appended to (e2e tests read it). */
+  localEventsFile?: string;
+  /** The compaction engine; with `openAiApiKeySsmParam` set, its key is filled in at init by `resolveSecrets`. */
+  engine: EngineConfig;
+  /** SSM SecureString holding the OpenAI key; wins over OPENAI_API_KEY. Only http and afterTurn read it. */
+  openAiApiKeySsmParam?: string;
+}
+
+export class ConfigError extends Error {
+  override readonly name = 'ConfigError';
+}
+
+// --- the variables: keys are the variable names, so every issue's path names the variable ----
+
+const positiveInt = (error = 'must be a positive integer') =>
+  z.coerce.number({ error }).check(z.int({ error }), z.positive({ error }));
+const wholeSeconds = (error = 'must be a whole number of seconds (0 or more)') =>
+  z.coerce.number({ error }).check(z.int({ error }), z.gte(0, { error }));
+const anyUrl = z.url({ protocol: /^https?$/, error: 'must be a URL (http or https)' });
+
+const telemetryShape = {
+  POWERTOOLS_SERVICE_NAME: z._default(z.string(), 'session-lineage'),
+  POWERTOOLS_METRICS_NAMESPACE: z._default(z.string(), 'SessionLineage'),
+};
+
+const engineShape = {
+  OPENAI_BASE_URL: z.optional(anyUrl),
+  OPENAI_MODEL: z.optional(z.string()),
+  OPENAI_API_KEY: z.optional(z.string()),
+  OPENAI_API_KEY_SSM_PARAM: z.optional(z.string()),
+};
+
+const envSchema = z.object({
+  ...telemetryShape,
+  ...engineShape,
+  AWS_REGION: z._default(z.string(), 'us-east-1'),
+  TABLE_NAME: z._default(z.string(), 'session-lineage'),
+  DYNAMODB_ENDPOINT: z.optional(anyUrl),
+  DYNAMODB_MAX_ATTEMPTS: z._default(positiveInt(), 3),
+  DYNAMODB_CONNECT_TIMEOUT_MS: z._default(positiveInt(), 1_000),
+  DYNAMODB_REQUEST_TIMEOUT_MS: z._default(positiveInt(), 5_000),
+  REDIS_URLS: z._default(z.string(), 'redis://127.0.0.1:6379'),
+  REDIS_URLS_SSM_PARAM: z.optional(z.string()),
+  LEASE_TTL_MS: z._default(positiveInt(), 30_000),
+  COMPACTION_TOKEN_THRESHOLD: z._default(positiveInt(), 8_000),
+  AFTER_TURN_COMPACTION_MODE: z._default(z.enum(['rotate', 'in_place'], { error: 'must be rotate or in_place' }), 'rotate'),
+  AFTER_TURN_IDEMPOTENCY_TTL_SECONDS: z._default(positiveInt(), 24 * 3600),
+  AFTER_TURN_QUEUE_URL: z.optional(anyUrl),
+  LOCAL_LAMBDA_ENDPOINT: z.optional(anyUrl),
+  AFTER_TURN_FUNCTION_NAME: z.optional(z.string()),
+  AWS_LAMBDA_FUNCTION_NAME: z.optional(z.string()),
+  MAX_BODY_BYTES: z._default(positiveInt(), 1_048_576),
+  API_KEY_CACHE_TTL_SECONDS: z._default(wholeSeconds(), 60),
+  EVENT_BUS_NAME: z.optional(z.string()),
+  LOCAL_EVENTS_FILE: z.optional(z.string()),
+});
+
+/**
+ * Blank means unset, for every variable: serverless renders an absent `${env:X, ''}` as ''.
+ * Values are trimmed; none of ours is whitespace-sensitive.
+ */
+function presentVariables(env: NodeJS.ProcessEnv): Record<string, string> {
+  const out: Record<string, string> = {};
+  for (const [name, value] of Object.entries(env)) {
+    const v = value?.trim();
+    if (v) out[name] = v;
+  }
+  return out;
+}
+
+function parse<T extends z.ZodMiniObject>(schema: T, env: NodeJS.ProcessEnv, what: string): z.output<T> {
+  const parsed = schema.safeParse(presentVariables(env));
+  if (parsed.success) return parsed.data;
+  // Values are not echoed: REDIS_URLS and OPENAI_API_KEY may carry credentials.
+  const issues = parsed.error.issues.map((i) => `${i.path.join('.')} ${i.message}`).join('; ');
+  throw new ConfigError(`Invalid ${what}: ${issues}`);
+}
+
+// --- mapping --------------------------------------------------------------------------------
+
+/** Comma-separated redis:// or rediss:// URLs; `source` names where they came from in the error. */
+export function parseRedisUrls(value: string, source: string): string[] {
+  const urls = value
+    .split(',')
+    .map((u) => u.trim())
+    .filter(Boolean);
+  if (urls.length === 0 || urls.some((u) => !/^rediss?:\/\/\S+$/.test(u))) {
+    throw new ConfigError(`Invalid configuration: ${source} must be comma-separated redis:// or rediss:// URLs`);
+  }
+  return urls;
+}
+
+function toEngineConfig(e: z.output<z.ZodMiniObject<typeof engineShape>>): EngineConfig {
+  const { OPENAI_BASE_URL: baseUrl, OPENAI_MODEL: model, OPENAI_API_KEY: apiKey, OPENAI_API_KEY_SSM_PARAM: keyParam } = e;
+  if ([baseUrl, model, apiKey, keyParam].every((v) => v === undefined)) return { kind: 'extractive' };
+  if (baseUrl === undefined || model === undefined) {
+    // Half a summarizer config is a deployment mistake: say which part is missing rather than silently going extractive.
+    const missing = [baseUrl === undefined ? 'OPENAI_BASE_URL' : '', model === undefined ? 'OPENAI_MODEL' : ''].filter(Boolean);
+    const why = missing.map((name) => `${name} is missing (the summarizer needs OPENAI_BASE_URL and OPENAI_MODEL)`);
+    throw new ConfigError(`Invalid compaction engine config: ${why.join('; ')}`);
+  }
+  return apiKey === undefined ? { kind: 'openai', baseUrl, model } : { kind: 'openai', baseUrl, model, apiKey };
+}
+
+/** Validates the environment; throws ConfigError naming every bad variable. Never calls AWS. */
+export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
+  const e = parse(envSchema, env, 'configuration');
+  return {
+    serviceName: e.POWERTOOLS_SERVICE_NAME,
+    metricsNamespace: e.POWERTOOLS_METRICS_NAMESPACE,
+    region: e.AWS_REGION,
+    tableName: e.TABLE_NAME,
+    dynamo: {
+      endpoint: e.DYNAMODB_ENDPOINT,
+      maxAttempts: e.DYNAMODB_MAX_ATTEMPTS,
+      connectTimeoutMs: e.DYNAMODB_CONNECT_TIMEOUT_MS,
+      requestTimeoutMs: e.DYNAMODB_REQUEST_TIMEOUT_MS,
+    },
+    // The secret parameter wins; REDIS_URLS (and its local default) is then ignored, not validated.
+    redis: e.REDIS_URLS_SSM_PARAM
+      ? { kind: 'ssm', parameterName: e.REDIS_URLS_SSM_PARAM }
+      : { kind: 'urls', urls: parseRedisUrls(e.REDIS_URLS, 'REDIS_URLS') },
+    leaseTtlMs: e.LEASE_TTL_MS,
+    compactionTokenThreshold: e.COMPACTION_TOKEN_THRESHOLD,
+    afterTurnCompactionMode: e.AFTER_TURN_COMPACTION_MODE,
+    afterTurnIdempotencyTtlSeconds: e.AFTER_TURN_IDEMPOTENCY_TTL_SECONDS,
+    afterTurnQueueUrl: e.AFTER_TURN_QUEUE_URL,
+    localLambdaEndpoint: e.LOCAL_LAMBDA_ENDPOINT,
+    afterTurnFunctionName: e.AFTER_TURN_FUNCTION_NAME,
+    lambdaFunctionName: e.AWS_LAMBDA_FUNCTION_NAME,
+    maxBodyBytes: e.MAX_BODY_BYTES,
+    apiKeyCacheTtlSeconds: e.API_KEY_CACHE_TTL_SECONDS,
+    eventBusName: e.EVENT_BUS_NAME,
+    localEventsFile: e.LOCAL_EVENTS_FILE,
+    engine: toEngineConfig(e),
+    openAiApiKeySsmParam: e.OPENAI_API_KEY_SSM_PARAM,
+  };
+}
+
+/** The compaction-engine variables alone (lib/compressors/engine-config.ts), same rules and messages. */
+export function engineConfigFromEnvironment(env: NodeJS.ProcessEnv = process.env): EngineConfig {
+  return toEngineConfig(parse(z.object(engineShape), env, 'compaction engine config'));
+}
+
+/** What the logger and metrics need before anything is built; cannot fail (plain strings with defaults). */
+export function telemetryConfig(env: NodeJS.ProcessEnv = process.env): Pick<Config, 'serviceName' | 'metricsNamespace'> {
+  const e = parse(z.object(telemetryShape), env, 'configuration');
+  return { serviceName: e.POWERTOOLS_SERVICE_NAME, metricsNamespace: e.POWERTOOLS_METRICS_NAMESPACE };
+}
+
+// --- secrets --------------------------------------------------------------------------------
+
+/** Reads one decrypted SSM SecureString (lib/clients.ts: Powertools parameters, cached). */
+export type SecretReader = (parameterName: string) => Promise<string | undefined>;
+
+async function readSecret(read: SecretReader, parameterName: string, variable: string): Promise<string> {
+  let value: string | undefined;
+  try {
+    value = (await read(parameterName))?.trim();
+  } catch (err) {
+    // Powertools wraps the SDK's error (e.g. ParameterNotFound, AccessDeniedException): name both.
+    const cause = err instanceof Error && err.cause instanceof Error ? ` (${err.cause.name})` : '';
+    const why = err instanceof Error ? `${err.name}: ${err.message}${cause}` : String(err);
+    throw new ConfigError(`Cannot read SSM parameter "${parameterName}" (${variable}): ${why}`, { cause: err });
+  }
+  if (!value) throw new ConfigError(`SSM parameter "${parameterName}" (${variable}) is empty`);
+  return value;
+}
+
+/** Redis node URLs: REDIS_URLS, or the SSM SecureString REDIS_URLS_SSM_PARAM names. */
+export async function resolveRedisUrls(redis: RedisSource, read: SecretReader): Promise<string[]> {
+  if (redis.kind === 'urls') return redis.urls;
+  const value = await readSecret(read, redis.parameterName, 'REDIS_URLS_SSM_PARAM');
+  return parseRedisUrls(value, `SSM parameter "${redis.parameterName}" (REDIS_URLS_SSM_PARAM)`);
+}
+
+/** The engine config with its API key read from SSM when OPENAI_API_KEY_SSM_PARAM is set. */
+export async function resolveEngine(config: Pick<Config, 'engine' | 'openAiApiKeySsmParam'>, read: SecretReader): Promise<EngineConfig> {
+  const { engine, openAiApiKeySsmParam } = config;
+  if (engine.kind !== 'openai' || !openAiApiKeySsmParam) return engine;
+  return { ...engine, apiKey: await readSecret(read, openAiApiKeySsmParam, 'OPENAI_API_KEY_SSM_PARAM') };
 }

@@ -56,6 +56,7 @@ export async function compactDue(deps: AfterTurnDeps, input: AfterTurnInput, ses
     mode: deps.mode,
     origin: event.origin,
     holder: input.holder,
+    ...(event.correlationId ? { correlationId: event.correlationId } : {}),
     ...(input.remainingTimeMs ? { remainingTimeMs: input.remainingTimeMs } : {}),
   });
   return resultOf(outcome, session.tokenEstimate);

@@ -35,9 +35,9 @@ export function sqsShapedEvent(messages: readonly QueueMessage[], region = 'us-e
  * `{service}-{stage}-{functionKey}`; inside another function of the same service
  * (AWS_LAMBDA_FUNCTION_NAME, set by serverless-offline too) we swap the key.
  */
-export function afterTurnFunctionName(env: NodeJS.ProcessEnv = process.env): string {
-  if (env.AFTER_TURN_FUNCTION_NAME) return env.AFTER_TURN_FUNCTION_NAME;
-  const self = env.AWS_LAMBDA_FUNCTION_NAME;
+export function afterTurnFunctionName(config: { afterTurnFunctionName?: string; lambdaFunctionName?: string }): string {
+  if (config.afterTurnFunctionName) return config.afterTurnFunctionName;
+  const self = config.lambdaFunctionName;
   const cut = self?.lastIndexOf('-') ?? -1;
   if (self && cut > 0) return `${self.slice(0, cut)}-afterTurn`;
   throw new Error('cannot name the afterTurn function: set AFTER_TURN_FUNCTION_NAME ({service}-{stage}-afterTurn)');

@@ -1,8 +1,10 @@
 // Publishes "a turn finished on this session" so the after-turn consumer can decide
-// whether compaction is due (SPEC F3). Three transports, chosen by the environment.
+// whether compaction is due (SPEC F3). Three transports, chosen from the parsed config.
 import { randomUUID } from 'node:crypto';
-import { SendMessageCommand, SQSClient } from '@aws-sdk/client-sqs';
+import { SendMessageCommand, type SQSClient } from '@aws-sdk/client-sqs';
 import type { CompactionOrigin } from '../compaction/types.js';
+import type { Config } from '../config.js';
+import type { Logger } from '../logger.js';
 import { afterTurnFunctionName, sqsShapedEvent } from './local-invoke.js';
 
 export interface AfterTurnEvent {
@@ -17,14 +19,10 @@ export interface AfterTurnPublisher {
   publish(e: AfterTurnEvent): Promise<void>;
 }
 
-type Log = (message: string, extra?: Record<string, unknown>) => void;
-
-const defaultLog: Log = (message, extra) => console.warn(JSON.stringify({ level: 'WARN', message, ...extra }));
-
 export class SqsAfterTurnPublisher implements AfterTurnPublisher {
   constructor(
     private readonly queueUrl: string,
-    private readonly client: SQSClient = new SQSClient({}),
+    private readonly client: SQSClient,
   ) {}
 
   async publish(e: AfterTurnEvent): Promise<void> {
@@ -62,24 +60,28 @@ export class LocalLambdaAfterTurnPublisher implements AfterTurnPublisher {
 /** Neither a queue nor a local endpoint: compaction only happens on explicit request. */
 export class NoopAfterTurnPublisher implements AfterTurnPublisher {
   private warned = false;
-  constructor(private readonly log: Log = defaultLog) {}
+  constructor(private readonly logger: Logger) {}
 
   async publish(e: AfterTurnEvent): Promise<void> {
     if (this.warned) return;
     this.warned = true;
-    this.log('after-turn events are dropped: neither AFTER_TURN_QUEUE_URL nor LOCAL_LAMBDA_ENDPOINT is set', {
+    this.logger.warn('after-turn events are dropped: neither AFTER_TURN_QUEUE_URL nor LOCAL_LAMBDA_ENDPOINT is set', {
       tenantId: e.tenantId,
       sessionId: e.sessionId,
     });
   }
 }
 
-export function publisherFromEnv(env: NodeJS.ProcessEnv = process.env, log: Log = defaultLog): AfterTurnPublisher {
-  if (env.AFTER_TURN_QUEUE_URL) {
-    return new SqsAfterTurnPublisher(env.AFTER_TURN_QUEUE_URL, new SQSClient({ region: env.AWS_REGION }));
+export type PublisherConfig = Pick<
+  Config,
+  'afterTurnQueueUrl' | 'localLambdaEndpoint' | 'afterTurnFunctionName' | 'lambdaFunctionName' | 'region'
+>;
+
+/** SQS when a queue is configured, else the local invoke endpoint, else a no-op that says so once. */
+export function publisherFromConfig(config: PublisherConfig, logger: Logger, sqsClient: () => SQSClient): AfterTurnPublisher {
+  if (config.afterTurnQueueUrl) return new SqsAfterTurnPublisher(config.afterTurnQueueUrl, sqsClient());
+  if (config.localLambdaEndpoint) {
+    return new LocalLambdaAfterTurnPublisher(config.localLambdaEndpoint, afterTurnFunctionName(config), config.region);
   }
-  if (env.LOCAL_LAMBDA_ENDPOINT) {
-    return new LocalLambdaAfterTurnPublisher(env.LOCAL_LAMBDA_ENDPOINT, afterTurnFunctionName(env), env.AWS_REGION);
-  }
-  return new NoopAfterTurnPublisher(log);
+  return new NoopAfterTurnPublisher(logger);
 }

@@ -28,7 +28,7 @@ export interface ApiLogger {
 
 /** Structurally the after-turn publisher of lib/after-turn/publisher.ts. */
 export interface TurnEventPublisher {
-  publish(e: { tenantId: string; sessionId: string; origin: CompactionOrigin }): Promise<void>;
+  publish(e: { tenantId: string; sessionId: string; origin: CompactionOrigin; correlationId?: string }): Promise<void>;
 }
 
 export interface RouteDeps {
@@ -198,6 +198,7 @@ export const routes: readonly Route[] = [
         mode: body.mode,
         origin: body.origin,
         holder: `http:${ctx.requestId}`,
+        correlationId: ctx.requestId,
         ...optional('keepLast', body.keepLast),
         ...optional('remainingTimeMs', ctx.remainingTimeMs),
       });
@@ -211,7 +212,7 @@ async function publishTurn(ctx: RouteContext, session: SessionRecord): Promise<v
   const threshold = ctx.deps.publishAboveTokens;
   if (threshold !== undefined && session.tokenEstimate <= threshold) return;
   try {
-    await ctx.deps.publisher.publish({ tenantId: session.tenantId, sessionId: session.sessionId, origin: 'turn' });
+    await ctx.deps.publisher.publish({ tenantId: session.tenantId, sessionId: session.sessionId, origin: 'turn', correlationId: ctx.requestId });
   } catch (err) {
     // The append is durable; a lost after-turn event only delays compaction (the next turn retries).
     ctx.deps.logger.warn('after-turn publish failed', { sessionId: session.sessionId, error: String(err) });

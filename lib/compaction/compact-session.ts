@@ -7,7 +7,7 @@
 // with the L6 ownership check (a token-checked extend) running beside it; the commit
 // transaction, which also marks "completed"; one Redis round to release.
 import { Logger } from '@aws-lambda-powertools/logger';
-import { adapterFor } from '../items/index.js';
+import { adapterFor } from '../items/adapters.js';
 import { estimateItemTokens, loadTokenCounter } from '../items/tokens.js';
 import type { Item } from '../items/types.js';
 import { LeaseRefresher } from '../lease/index.js';
@@ -218,11 +218,13 @@ export async function compactSession(
       tokenEstimates: compacted.map((it) => estimateItemTokens(it, adapter)),
       activityLabel: ACTIVITY_LABELS.completed,
     };
+    const started = now();
     try {
       if (req.mode === 'rotate') {
         const r = await store.commitRotation(ref, begun, input);
         scope.committed = true;
-        return { outcome: 'compressed', mode: 'rotate', sessionId: r.child.sessionId, previousSessionId: ref.sessionId, items: r.items, warnings };
+        const commitMs = now() - started;
+        return { outcome: 'compressed', mode: 'rotate', sessionId: r.child.sessionId, previousSessionId: ref.sessionId, items: r.items, warnings, commitMs };
       }
       const r = await store.commitInPlace(ref, begun, input);
       scope.committed = true;
@@ -234,6 +236,8 @@ export async function compactSession(
         items: r.items,
         warnings,
         deferred: r.archive,
+        generation: r.session.generation,
+        commitMs: now() - started,
       };
     } catch (err) {
       // L6 / C4: the store refused a stale or already-rotated commit; report the live session.

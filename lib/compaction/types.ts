@@ -27,6 +27,8 @@ export interface CompactRequest {
    * a loser is answered from the lease decision alone (P2).
    */
   returnInput?: boolean;
+  /** The request or message that asked (x-request-id, SQS message id): carried into the SessionCompacted event. */
+  correlationId?: string;
 }
 
 export type SkipReason = 'locked' | 'lease_unavailable' | 'lease_lost' | 'adopted' | 'stale';
@@ -49,6 +51,10 @@ export type CompactionOutcome =
       items: Item[];
       /** Work left off the commit path (archiving the replaced generation, P3): the caller runs it in the background. */
       deferred?: StoreTask;
+      /** In place: the generation that became active. */
+      generation?: number;
+      /** How long the commit took (metrics: CommitLatency). */
+      commitMs: number;
     })
   | (OutcomeBase & { outcome: 'skipped'; reason: SkipReason; holder?: string | null })
   | (OutcomeBase & { outcome: 'noop'; reason: NoopReason })

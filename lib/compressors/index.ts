@@ -1,22 +1,16 @@
-// Compaction engines and the env switch between them.
-import { engineConfigFromEnv, type EngineConfig } from './engine-config.js';
+// Compaction engines and the config switch between them.
+import type { EngineConfig } from './engine-config.js';
 import { ExtractiveCompressor } from './extractive.js';
 import { OpenAiSummarizer } from './openai-summarizer.js';
 import type { CompressionEngine } from './types.js';
 
 export * from './types.js';
-export * from './tokens.js';
-export * from './tool-calls.js';
-export * from './transcript-plan.js';
-export * from './extractive.js';
-export * from './openai-summarizer.js';
-export * from './engine-config.js';
+export { DEFAULT_KEEP_LAST, planCompaction, assemble, resolveKeepLast, type TranscriptPlan } from './transcript-plan.js';
+export { ExtractiveCompressor, extractiveCompress, summaryBudget } from './extractive.js';
+export { OpenAiSummarizer, DEFAULT_MAX_TRANSCRIPT_CHARS, DEFAULT_SUMMARIZER_TIMEOUT_MS, type OpenAiSummarizerOptions } from './openai-summarizer.js';
+export type { EngineConfig } from './engine-config.js';
 
-/** OPENAI_BASE_URL + OPENAI_MODEL (+ OPENAI_API_KEY) → LLM summarizer (extractive fallback); nothing set → extractive. */
-export function engineFromEnv(env: NodeJS.ProcessEnv = process.env): CompressionEngine {
-  return engineFromConfig(engineConfigFromEnv(env));
-}
-
+/** `openai` config → LLM summarizer (extractive fallback); `extractive` → extractive. */
 export function engineFromConfig(config: EngineConfig): CompressionEngine {
   if (config.kind === 'extractive') return new ExtractiveCompressor();
   return new OpenAiSummarizer({ ...config, fallback: new ExtractiveCompressor() });

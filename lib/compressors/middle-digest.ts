@@ -1,7 +1,11 @@
-// Deterministic extraction of what matters from the messages a summary replaces:
-// key facts, decisions, tool calls (by name) and open tasks. Pure text heuristics, no network.
-import { SUMMARY_PREFIX, type Message } from '../messages.js';
-import { toolCallsOf } from './tool-calls.js';
+// Deterministic extraction of what matters from the items a summary replaces: key facts,
+// decisions, tool calls (by name) and open tasks. Pure text heuristics over the format's
+// adapter (message text only: tool arguments and outputs are data, not the conversation).
+import { clip } from '../items/json.js';
+import type { FormatAdapter, Item, ItemRole } from '../items/types.js';
+
+/** Items counted per role; `other` is an item of a type the format does not define. */
+export type RoleCounts = Record<ItemRole | 'other', number>;
 
 export interface ToolUse {
   name: string;
@@ -9,9 +13,9 @@ export interface ToolUse {
 }
 
 export interface Digest {
-  /** Messages this digest covers, including those covered by earlier summaries it absorbed. */
+  /** Items this digest covers, including those covered by earlier summaries it absorbed. */
   messageCount: number;
-  byRole: Record<Message['role'], number>;
+  byRole: RoleCounts;
   facts: string[];
   decisions: string[];
   tools: ToolUse[];
@@ -39,39 +43,39 @@ const FACT = /\b(?:error|fails?|failed|found|root cause|because|important|note|m
 const PRIOR_HEADER = /Summary of (\d+) earlier messages/;
 const PRIOR_TOOL = /^(.+?) ×(\d+)$/;
 
-export function digestMiddle(middle: readonly Message[]): Digest {
+export function digestMiddle(middle: readonly Item[], adapter: FormatAdapter): Digest {
   const acc = new Accumulator();
   const calledIds = new Set<string>();
-  for (const m of middle) {
-    if (m.content.startsWith(SUMMARY_PREFIX)) {
-      acc.absorbPriorSummary(m.content);
+  for (const item of middle) {
+    if (adapter.isSummary(item)) {
+      acc.absorbPriorSummary(adapter.messageTextOf(item));
       continue;
     }
-    acc.count(m.role);
-    for (const call of toolCallsOf(m)) {
+    acc.count(adapter.roleOf(item) ?? 'other');
+    for (const call of adapter.toolCallsOf(item)) {
       acc.tool(call.name);
       if (call.id) calledIds.add(call.id);
     }
-    if (m.role === 'tool') {
+    const answers = adapter.toolResultIdOf(item);
+    if (answers !== undefined) {
       // A named result whose call we did not see still tells us which tool ran.
-      const callId = typeof m.tool_call_id === 'string' ? m.tool_call_id : undefined;
-      if (typeof m.name === 'string' && (!callId || !calledIds.has(callId))) acc.tool(m.name);
+      if (typeof item.name === 'string' && !calledIds.has(answers)) acc.tool(item.name);
       continue; // tool output is data (file contents, logs), not the conversation's facts or tasks
     }
-    acc.readText(m);
+    acc.readText(adapter.messageTextOf(item), adapter.roleOf(item), adapter.isHumanTurn(item));
   }
   return acc.result();
 }
 
 class Accumulator {
   private messageCount = 0;
-  private readonly byRole: Record<Message['role'], number> = { system: 0, user: 0, assistant: 0, tool: 0 };
+  private readonly byRole: RoleCounts = { system: 0, developer: 0, user: 0, assistant: 0, tool: 0, other: 0 };
   private readonly facts = new OrderedSet();
   private readonly decisions = new OrderedSet();
   private readonly openTasks = new OrderedSet();
   private readonly tools = new Map<string, number>();
 
-  count(role: Message['role']): void {
+  count(role: keyof RoleCounts): void {
     this.messageCount++;
     this.byRole[role]++;
   }
@@ -80,11 +84,11 @@ class Accumulator {
     this.tools.set(name, (this.tools.get(name) ?? 0) + times);
   }
 
-  readText(m: Message): void {
+  readText(text: string, role: ItemRole | undefined, human: boolean): void {
     let inFence = false;
     let inNextSteps = false;
-    let firstUserLine = m.role === 'user' && m.synthetic !== true;
-    for (const rawLine of m.content.split('\n')) {
+    let firstUserLine = human;
+    for (const rawLine of text.split('\n')) {
       const line = rawLine.trim();
       if (line.startsWith('```')) {
         inFence = !inFence;
@@ -110,7 +114,7 @@ class Accumulator {
       }
       for (const sentence of sentences(line)) {
         if (DECISION.test(sentence)) this.decisions.add(sentence);
-        else if (FACT.test(sentence)) this.facts.add(m.role === 'user' ? `User: ${sentence}` : sentence);
+        else if (FACT.test(sentence)) this.facts.add(role === 'user' ? `User: ${sentence}` : sentence);
       }
     }
   }
@@ -172,7 +176,7 @@ class OrderedSet {
   private readonly items = new Map<string, string>();
 
   add(text: string): void {
-    const item = clip(text.trim());
+    const item = clip(text, MAX_ITEM_CHARS);
     if (!item) return;
     const key = normalize(item);
     this.items.delete(key);
@@ -180,7 +184,7 @@ class OrderedSet {
   }
 
   delete(text: string): void {
-    this.items.delete(normalize(clip(text.trim())));
+    this.items.delete(normalize(clip(text, MAX_ITEM_CHARS)));
   }
 
   values(): string[] {
@@ -190,11 +194,6 @@ class OrderedSet {
 
 function normalize(text: string): string {
   return text.toLowerCase().replace(/\s+/g, ' ');
-}
-
-export function clip(text: string, max = MAX_ITEM_CHARS): string {
-  const oneLine = text.replace(/\s+/g, ' ');
-  return oneLine.length <= max ? oneLine : `${oneLine.slice(0, max - 1).trimEnd()}…`;
 }
 
 function sentences(line: string): string[] {

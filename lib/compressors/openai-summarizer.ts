@@ -1,20 +1,25 @@
 // LLM compaction engine for any OpenAI-compatible chat completions endpoint. Same output
-// shape as the extractive engine (system + first human + summary + last K); only the
-// summary text comes from the model. Any failure falls back to extractive (SPEC C12).
-import { z } from 'zod';
-import { SUMMARY_PREFIX, type Message } from '../messages.js';
-import { clip, digestMiddle } from './middle-digest.js';
-import { extractiveCompress, summaryBudget, summaryMessage } from './extractive.js';
+// shape as the extractive engine (instructions + first human + summary + last K, in the
+// session's format); only the summary text comes from the model, which reads the middle
+// rendered as text, tool calls and results included (SPEC A2). Any failure falls back to
+// extractive (SPEC C12).
+import * as z from 'zod/mini';
+import { adapterFor } from '../items/adapters.js';
+import { clip, clipBlock } from '../items/json.js';
+import { loadTokenCounter, type TokenCounter } from '../items/tokens.js';
+import { SUMMARY_PREFIX, type FormatAdapter, type Item } from '../items/types.js';
+import { schemaProblem } from '../items/validate-shared.js';
+import { digestMiddle } from './middle-digest.js';
+import { extractiveCompress, summaryBudget } from './extractive.js';
 import { fitSummary } from './summary-text.js';
-import { toolCallsOf } from './tool-calls.js';
 import { assemble, planCompaction, type TranscriptPlan } from './transcript-plan.js';
-import type { CompressionEngine, CompressOptionName, CompressOptions, CompressResult } from './types.js';
+import type { CompressionEngine, CompressOptionName, CompressOptions, CompressResult, Transcript } from './types.js';
 
 export const DEFAULT_SUMMARIZER_TIMEOUT_MS = 30_000;
-/** Transcript sent to the model; older messages beyond it are passed as an extractive digest. */
+/** Transcript sent to the model; older items beyond it are passed as an extractive digest. */
 export const DEFAULT_MAX_TRANSCRIPT_CHARS = 200_000;
-/** Any one message's share of the transcript. */
-const MAX_MESSAGE_CHARS = 4_000;
+/** Any one item's share of the transcript (the adapters already cut long arguments and outputs). */
+const MAX_ITEM_CHARS = 5_000;
 
 export interface OpenAiSummarizerOptions {
   /** e.g. https://api.openai.com/v1 or http://localhost:11434/v1 */
@@ -31,9 +36,7 @@ export interface OpenAiSummarizerOptions {
 }
 
 const completionSchema = z.object({
-  choices: z
-    .array(z.object({ message: z.object({ content: z.string().nullish() }) }))
-    .min(1, 'no choices'),
+  choices: z.array(z.object({ message: z.object({ content: z.optional(z.nullable(z.string())) }) })).check(z.minLength(1, 'no choices')),
 });
 
 class SummarizerFailure extends Error {}
@@ -56,26 +59,29 @@ export class OpenAiSummarizer implements CompressionEngine {
     this.now = opts.now ?? Date.now;
   }
 
-  async compress(messages: readonly Message[], options: CompressOptions = {}): Promise<CompressResult> {
-    if (options.signal?.aborted) return abortedResult(messages, options.signal);
-    const plan = planCompaction(messages, options.keepLast);
-    if (!plan) return { messages: [...messages] };
+  async compress(transcript: Transcript, options: CompressOptions = {}): Promise<CompressResult> {
+    const { items } = transcript;
+    if (options.signal?.aborted) return abortedResult(items, options.signal);
+    const adapter = adapterFor(transcript.format);
+    const plan = planCompaction(items, adapter, options.keepLast);
+    if (!plan) return { items: [...items] };
+    const counter = await loadTokenCounter();
 
     try {
-      const text = await this.summarize(plan, options);
-      const content = text.startsWith(SUMMARY_PREFIX) ? text : `${SUMMARY_PREFIX} ${text}`;
-      return { messages: assemble(plan, summaryMessage(content)) };
+      const text = await this.summarize(plan, options, adapter, counter);
+      const summary = text.startsWith(SUMMARY_PREFIX) ? text : `${SUMMARY_PREFIX} ${text}`;
+      return { items: assemble(plan, adapter.summaryItem(summary)) };
     } catch (err) {
-      if (options.signal?.aborted) return abortedResult(messages, options.signal);
+      if (options.signal?.aborted) return abortedResult(items, options.signal);
       const fallback = this.opts.fallback
-        ? await this.opts.fallback.compress(messages, onlyAccepted(this.opts.fallback, options))
-        : extractiveCompress(messages, options);
+        ? await this.opts.fallback.compress(transcript, onlyAccepted(this.opts.fallback, options))
+        : extractiveCompress(transcript, options, counter);
       const warning = `summarizer failed (${describe(err)}); fell back to ${this.opts.fallback?.name ?? 'extractive'}`;
       return { ...fallback, warnings: [warning, ...(fallback.warnings ?? [])] };
     }
   }
 
-  private async summarize(plan: TranscriptPlan, options: CompressOptions): Promise<string> {
+  private async summarize(plan: TranscriptPlan, options: CompressOptions, adapter: FormatAdapter, counter: TokenCounter): Promise<string> {
     const timeoutMs = this.timeoutFor(options.deadline);
     const timeout = AbortSignal.timeout(timeoutMs);
     const signal = options.signal ? AbortSignal.any([timeout, options.signal]) : timeout;
@@ -87,7 +93,7 @@ export class OpenAiSummarizer implements CompressionEngine {
       const res = await this.fetchImpl(this.endpoint, {
         method: 'POST',
         headers,
-        body: JSON.stringify({ model: this.opts.model, messages: this.prompt(plan, options) }),
+        body: JSON.stringify({ model: this.opts.model, messages: this.prompt(plan, options, adapter, counter) }),
         signal,
       });
       const raw = await res.text();
@@ -103,7 +109,10 @@ export class OpenAiSummarizer implements CompressionEngine {
     }
 
     const parsed = completionSchema.safeParse(body);
-    if (!parsed.success) throw new SummarizerFailure(`unexpected response: ${parsed.error.issues[0]?.message ?? 'bad shape'}`);
+    if (!parsed.success) {
+      const problem = schemaProblem(completionSchema, body);
+      throw new SummarizerFailure(`unexpected response: ${problem ? `${problem.path ? `${problem.path}: ` : ''}${problem.message}` : 'bad shape'}`);
+    }
     const text = parsed.data.choices[0]?.message.content?.trim();
     if (!text) throw new SummarizerFailure('empty completion');
     return text;
@@ -117,8 +126,8 @@ export class OpenAiSummarizer implements CompressionEngine {
     return Math.min(this.timeoutMs, left);
   }
 
-  private prompt(plan: TranscriptPlan, options: CompressOptions): { role: 'system' | 'user'; content: string }[] {
-    const budget = summaryBudget(plan, options.targetTokens);
+  private prompt(plan: TranscriptPlan, options: CompressOptions, adapter: FormatAdapter, counter: TokenCounter): { role: 'system' | 'user'; content: string }[] {
+    const budget = summaryBudget(plan, options.targetTokens, adapter, counter);
     const instructions = [
       'You compact the middle of a conversation between a user and an AI agent so the agent can continue the work without it.',
       'Write a concise summary with these headings: "Key facts:", "Decisions:", "Tool calls:" (tool names and what they established), "Open tasks:".',
@@ -128,47 +137,38 @@ export class OpenAiSummarizer implements CompressionEngine {
     ].filter(Boolean);
     return [
       { role: 'system', content: instructions.join('\n') },
-      { role: 'user', content: this.transcript(plan.middle) },
+      { role: 'user', content: this.transcript(plan.middle, adapter, counter) },
     ];
   }
 
-  /** The middle as plain text, newest messages first to be kept; older ones beyond the bound become a digest. */
-  private transcript(middle: readonly Message[]): string {
+  /** The middle as readable text, newest items first to be kept; older ones beyond the bound become a digest. */
+  private transcript(middle: readonly Item[], adapter: FormatAdapter, counter: TokenCounter): string {
     const parts: string[] = [];
     let used = 0;
     let cut = 0;
     for (let i = middle.length - 1; i >= 0; i--) {
-      const line = renderTurn(middle[i] as Message);
-      if (used + line.length > this.maxTranscriptChars) {
+      const block = clipBlock(adapter.render(middle[i]!), MAX_ITEM_CHARS);
+      if (used + block.length > this.maxTranscriptChars) {
         cut = i + 1;
         break;
       }
-      parts.unshift(line);
-      used += line.length;
+      parts.unshift(block);
+      used += block.length;
     }
-    const header = `Conversation excerpt to summarize (${middle.length} messages):`;
+    const header = `Conversation excerpt to summarize (${middle.length} items):`;
     if (cut === 0) return [header, ...parts].join('\n\n');
-    const digest = fitSummary(digestMiddle(middle.slice(0, cut)), undefined);
-    return [header, `Digest of the ${cut} oldest messages (too long to include):\n${digest}`, ...parts].join('\n\n');
+    const digest = fitSummary(digestMiddle(middle.slice(0, cut), adapter), undefined, counter.countText);
+    return [header, `Digest of the ${cut} oldest items (too long to include):\n${digest}`, ...parts].join('\n\n');
   }
 }
 
-function renderTurn(m: Message): string {
-  const who = m.role === 'tool' && typeof m.name === 'string' ? `tool ${m.name}` : m.role;
-  const calls = toolCallsOf(m).map((c) => `${c.name}(${clip(c.arguments, 200)})`);
-  const content = m.content.length > MAX_MESSAGE_CHARS ? `${m.content.slice(0, MAX_MESSAGE_CHARS)} …[${m.content.length - MAX_MESSAGE_CHARS} chars cut]` : m.content;
-  return `[${who}]${calls.length > 0 ? ` calls ${calls.join(', ')}` : ''}\n${content}`;
-}
-
-function abortedResult(messages: readonly Message[], signal: AbortSignal): CompressResult {
-  return { aborted: true, messages: [...messages], warnings: [`summarizer aborted (${describe(signal.reason)}); nothing compacted`] };
+function abortedResult(items: readonly Item[], signal: AbortSignal): CompressResult {
+  return { aborted: true, items: [...items], warnings: [`summarizer aborted (${describe(signal.reason)}); nothing compacted`] };
 }
 
 /** Pass an engine only the options it declares (SPEC C6). */
 function onlyAccepted(engine: CompressionEngine, options: CompressOptions): CompressOptions {
-  const picked: Record<string, unknown> = {};
-  for (const name of engine.acceptedOptions) if (options[name] !== undefined) picked[name] = options[name];
-  return picked as CompressOptions;
+  return Object.fromEntries(engine.acceptedOptions.filter((name) => options[name] !== undefined).map((name) => [name, options[name]]));
 }
 
 function describe(err: unknown): string {

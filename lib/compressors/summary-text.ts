@@ -1,13 +1,12 @@
-// Renders a digest as the summary message text, shrunk until it fits a token budget.
-import { SUMMARY_PREFIX } from '../messages.js';
-import { SECTIONS, type Digest, type ToolUse } from './middle-digest.js';
-import { countTextTokens } from './tokens.js';
+// Renders a digest as the summary's text, shrunk until it fits a token budget.
+import { SUMMARY_PREFIX } from '../items/types.js';
+import { SECTIONS, type Digest, type RoleCounts, type ToolUse } from './middle-digest.js';
 
 /** Items per section when no budget asks for fewer. */
 export const DEFAULT_MAX_ITEMS = 12;
 
 export function summaryHeader(d: Digest): string {
-  const roles = (['user', 'assistant', 'tool', 'system'] as const)
+  const roles = (['user', 'assistant', 'tool', 'system', 'developer', 'other'] as const satisfies readonly (keyof RoleCounts)[])
     .filter((r) => d.byRole[r] > 0)
     .map((r) => `${d.byRole[r]} ${r}`);
   const detail = roles.length > 0 ? ` (this pass: ${roles.join(', ')})` : '';
@@ -28,17 +27,17 @@ export function renderSummary(d: Digest, maxItems: number): string {
  * The richest summary whose text fits `budgetTokens` (binary search over items per section;
  * fewer items never costs more tokens). Falls back to the header alone when nothing fits.
  */
-export function fitSummary(d: Digest, budgetTokens: number | undefined): string {
+export function fitSummary(d: Digest, budgetTokens: number | undefined, countText: (text: string) => number): string {
   const longest = Math.max(d.facts.length, d.decisions.length, d.tools.length, d.openTasks.length);
   let hi = Math.min(longest, DEFAULT_MAX_ITEMS);
   if (budgetTokens === undefined) return renderSummary(d, hi);
   let lo = 0;
   let best = renderSummary(d, 0);
-  if (countTextTokens(best) > budgetTokens) return best;
+  if (countText(best) > budgetTokens) return best;
   while (lo < hi) {
     const mid = Math.ceil((lo + hi) / 2);
     const text = renderSummary(d, mid);
-    if (countTextTokens(text) <= budgetTokens) {
+    if (countText(text) <= budgetTokens) {
       lo = mid;
       best = text;
     } else {

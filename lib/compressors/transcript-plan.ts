@@ -1,21 +1,20 @@
 // Splits a transcript into what every engine keeps verbatim and the middle it may replace
-// with one summary: leading system prompt(s), the first human turn, the last K messages.
-import { SUMMARY_PREFIX, type Message } from '../messages.js';
+// with one summary: the leading instructions, the first human turn, the last K items.
+// The tail's start is moved back until no tool call is cut from its results (SPEC A2): a
+// call and its results are both kept or both summarized, and a call whose result is not in
+// the transcript yet (the client may append it while we compact) is kept in the tail.
+import { pairCalls } from '../items/pairing.js';
+import type { FormatAdapter, Item } from '../items/types.js';
 
 export const DEFAULT_KEEP_LAST = 6;
-/** Replacing fewer middle messages than this with a summary cannot save anything. */
-const MIN_MIDDLE_MESSAGES = 2;
+/** Replacing fewer middle items than this with a summary cannot save anything. */
+const MIN_MIDDLE_ITEMS = 2;
 
 export interface TranscriptPlan {
-  head: Message[];
-  firstHuman: Message | undefined;
-  middle: Message[];
-  tail: Message[];
-}
-
-/** A real human turn: not synthetic scaffolding and not an earlier summary sent as `user` (SPEC C8). */
-export function isHumanTurn(m: Message): boolean {
-  return m.role === 'user' && m.synthetic !== true && !m.content.startsWith(SUMMARY_PREFIX);
+  head: Item[];
+  firstHuman: Item | undefined;
+  middle: Item[];
+  tail: Item[];
 }
 
 export function resolveKeepLast(keepLast: number | undefined): number {
@@ -23,43 +22,36 @@ export function resolveKeepLast(keepLast: number | undefined): number {
 }
 
 /** The plan, or undefined when there is nothing worth compacting. */
-export function planCompaction(messages: readonly Message[], keepLast?: number): TranscriptPlan | undefined {
+export function planCompaction(items: readonly Item[], adapter: FormatAdapter, keepLast?: number): TranscriptPlan | undefined {
   let headEnd = 0;
-  while (headEnd < messages.length && messages[headEnd]?.role === 'system') headEnd++;
+  while (headEnd < items.length && adapter.isInstruction(items[headEnd]!)) headEnd++;
 
-  let tailStart = Math.max(headEnd, messages.length - resolveKeepLast(keepLast));
-  // Tool results belong to the assistant message that called them: never start the tail
-  // on a result whose call would be summarized away (an API rejects orphan tool results).
-  while (tailStart > headEnd && messages[tailStart]?.role === 'tool') tailStart--;
+  const wanted = Math.max(headEnd, items.length - resolveKeepLast(keepLast));
+  const tailStart = pairCalls(items, adapter).safeCutAtOrBefore(wanted, headEnd);
 
   let firstHumanIndex = -1;
   for (let i = headEnd; i < tailStart; i++) {
-    if (isHumanTurn(messages[i] as Message)) {
+    if (adapter.isHumanTurn(items[i]!)) {
       firstHumanIndex = i;
       break;
     }
   }
 
-  const middle: Message[] = [];
+  const middle: Item[] = [];
   for (let i = headEnd; i < tailStart; i++) {
-    if (i !== firstHumanIndex) middle.push(messages[i] as Message);
+    if (i !== firstHumanIndex) middle.push(items[i]!);
   }
-  if (middle.length < MIN_MIDDLE_MESSAGES) return undefined;
+  if (middle.length < MIN_MIDDLE_ITEMS) return undefined;
 
   return {
-    head: messages.slice(0, headEnd),
-    firstHuman: firstHumanIndex >= 0 ? messages[firstHumanIndex] : undefined,
+    head: items.slice(0, headEnd),
+    firstHuman: firstHumanIndex >= 0 ? items[firstHumanIndex] : undefined,
     middle,
-    tail: messages.slice(tailStart),
+    tail: items.slice(tailStart),
   };
 }
 
-/** The compacted transcript: head, first human turn, the summary, then the tail. */
-export function assemble(plan: TranscriptPlan, summary: Message): Message[] {
-  return [
-    ...plan.head,
-    ...(plan.firstHuman ? [plan.firstHuman] : []),
-    summary,
-    ...plan.tail,
-  ].map((m) => ({ ...m }));
+/** The compacted transcript: head, first human turn, the summary, then the tail (shallow copies). */
+export function assemble(plan: TranscriptPlan, summary: Item): Item[] {
+  return [...plan.head, ...(plan.firstHuman ? [plan.firstHuman] : []), summary, ...plan.tail].map((item) => ({ ...item }));
 }

@@ -1,9 +1,10 @@
 // A compaction engine (SPEC C6): pluggable, called once per attempt with only the
-// options it declares (our equivalent of the seed's signature introspection).
+// options it declares (our equivalent of the seed's signature introspection). Engines see
+// the session's items in its own format and answer items of that format (SPEC A2).
 import type { Item, ItemFormat } from '../items/types.js';
 
 export interface CompressOptions {
-  /** Keep this many most recent turns verbatim. */
+  /** Keep this many most recent items verbatim. */
   keepLast?: number;
   /** Token budget the result should fit. */
   targetTokens?: number;
@@ -17,13 +18,14 @@ export interface CompressOptions {
 
 export type CompressOptionName = keyof CompressOptions;
 
-/** What an engine compacts: the session's items in its declared format (SPEC A1, A2). */
+/** What an engine compacts: a session's items and the format they are in. */
 export interface Transcript {
   format: ItemFormat;
   items: readonly Item[];
 }
 
 export interface CompressResult {
+  /** Items of the transcript's format. */
   items: Item[];
   /** Human-readable warnings returned to the caller (SPEC C12), e.g. "summarizer failed; fell back". */
   warnings?: string[];

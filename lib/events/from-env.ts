@@ -1,14 +1,19 @@
-// Picks the publisher from the environment (the contract serverless.yml honours):
-//   EVENT_BUS_NAME     deployed stages: EventBridge bus name ('default' unless the eventBusName param says otherwise)
-//   LOCAL_EVENTS_FILE  local stage: JSON-lines file the local stand-in appends to
-//   neither            in-memory only (in-process tests)
+// Picks the publisher from the parsed config (lib/config.ts; the contract serverless.yml honours):
+//   eventBusName     (EVENT_BUS_NAME)    deployed stages: EventBridge bus name
+//   localEventsFile  (LOCAL_EVENTS_FILE) local stage: JSON-lines file the local stand-in appends to
+//   neither                               in-memory only (in-process tests)
 import { LocalCompactionEventPublisher } from './local-publisher.js';
 import type { CompactionEventPublisher, EventLog, PublishResult, SessionCompacted } from './session-compacted.js';
 
-export function compactionEventPublisherFromEnv(env: NodeJS.ProcessEnv = process.env, log?: EventLog): CompactionEventPublisher {
-  const busName = env.EVENT_BUS_NAME?.trim();
-  if (busName) return new LazyEventBridgePublisher(busName, env.AWS_REGION, log);
-  return new LocalCompactionEventPublisher({ file: env.LOCAL_EVENTS_FILE || undefined, ...(log ? { log } : {}) });
+export interface EventsConfig {
+  eventBusName?: string | undefined;
+  localEventsFile?: string | undefined;
+  region?: string | undefined;
+}
+
+export function compactionEventPublisherFrom(config: EventsConfig, log?: EventLog): CompactionEventPublisher {
+  if (config.eventBusName) return new LazyEventBridgePublisher(config.eventBusName, config.region, log);
+  return new LocalCompactionEventPublisher({ file: config.localEventsFile, ...(log ? { log } : {}) });
 }
 
 /** Loads the EventBridge client on first publish, so a cold start that never commits does not pay for it. */

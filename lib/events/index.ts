@@ -2,4 +2,4 @@
 // and a static import here would put the SDK back on every cold start.
 export * from './session-compacted.js';
 export { LocalCompactionEventPublisher, readCompactionEvents, type LocalPublisherOptions } from './local-publisher.js';
-export { compactionEventPublisherFromEnv } from './from-env.js';
+export { compactionEventPublisherFrom, type EventsConfig } from './from-env.js';

@@ -1,26 +1,28 @@
 // The SessionCompacted event (issue 14): every committed compaction announces itself so other
 // parts of an agent platform can react (re-index the child, move a UI to the live session...).
 // Publishing happens after the commit and must never fail it: publishers report, never throw.
-import { z } from 'zod';
+import * as z from 'zod/mini';
 
 export const EVENT_SOURCE = 'session-lineage';
 export const EVENT_DETAIL_TYPE = 'SessionCompacted';
 
+const id = z.string().check(z.minLength(1));
+
 export const sessionCompactedSchema = z.object({
-  tenantId: z.string().min(1),
+  tenantId: id,
   /** The session that was compacted. */
-  parentSessionId: z.string().min(1),
+  parentSessionId: id,
   /** Rotation: the new child. */
-  childSessionId: z.string().min(1).optional(),
+  childSessionId: z.optional(id),
   /** In place: the generation that became active. */
-  generation: z.number().int().nonnegative().optional(),
+  generation: z.optional(z.number().check(z.int(), z.gte(0))),
   mode: z.enum(['rotate', 'in_place']),
   /** The live session after the commit (the child for a rotation, the same id in place). */
-  sessionId: z.string().min(1),
+  sessionId: id,
   /** ISO-8601 commit time. */
   at: z.iso.datetime(),
   /** API Gateway request id (or SQS message id) of the request that caused the compaction. */
-  correlationId: z.string().min(1).optional(),
+  correlationId: z.optional(id),
 });
 
 export type SessionCompacted = z.infer<typeof sessionCompactedSchema>;
@@ -46,4 +48,22 @@ export function checkEvent(e: unknown): { ok: true; event: SessionCompacted } | 
 /** Low-cardinality identifiers for a failure log line (no message content, only ids). */
 export function eventIds(e: SessionCompacted): Record<string, unknown> {
   return { tenantId: e.tenantId, parentSessionId: e.parentSessionId, sessionId: e.sessionId, mode: e.mode, correlationId: e.correlationId };
+}
+
+/** The event for a committed compaction outcome. */
+export function sessionCompactedEvent(
+  tenantId: string,
+  o: { mode: 'rotate' | 'in_place'; sessionId: string; previousSessionId: string; generation?: number | undefined },
+  at: Date,
+  correlationId?: string,
+): SessionCompacted {
+  return {
+    tenantId,
+    parentSessionId: o.previousSessionId,
+    mode: o.mode,
+    sessionId: o.sessionId,
+    at: at.toISOString(),
+    ...(o.mode === 'rotate' ? { childSessionId: o.sessionId } : o.generation !== undefined ? { generation: o.generation } : {}),
+    ...(correlationId ? { correlationId } : {}),
+  };
 }

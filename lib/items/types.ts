@@ -42,10 +42,21 @@ export interface FormatAdapter {
   isSummary(item: Item): boolean;
   /** Every text the model would see in this item: content parts, tool arguments, tool results. */
   textOf(item: Item): string;
+  /**
+   * Only what a message says in its own content (text parts, refusals): no tool names, arguments
+   * or outputs; '' for items that are not messages. The digest reads facts and tasks from it.
+   */
+  messageTextOf(item: Item): string;
   /** Tool calls this item makes. */
   toolCallsOf(item: Item): ToolCallRef[];
   /** The call id this item answers (chat `tool` message, responses `*_output` / `function_call_result`). */
   toolResultIdOf(item: Item): string | undefined;
+  /**
+   * The item must stay directly before the one after it: a responses `reasoning` item belongs to
+   * the call or message it produced (the Responses API refuses either without the other).
+   * A transcript is never cut, and nothing is inserted, right after such an item.
+   */
+  bindsToNext(item: Item): boolean;
   /** The compaction summary as an item of this format (an assistant message). */
   summaryItem(text: string): Item;
   /**

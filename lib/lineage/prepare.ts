@@ -1,6 +1,6 @@
 // The usual AppendInput.prepare: the items as given, each with its token estimate in the
 // session's format. The API's own prepare validates the items against the format first.
-import { adapterFor } from '../items/index.js';
+import { adapterFor } from '../items/adapters.js';
 import { estimateItemTokens } from '../items/tokens.js';
 import type { Item } from '../items/types.js';
 import type { PreparedItems, SessionRecord } from './types.js';

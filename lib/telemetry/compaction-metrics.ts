@@ -44,12 +44,9 @@ export function reasonDimension(reason: string | undefined): string {
   return REASON.test(reason) ? reason : 'other';
 }
 
-/** The service's Metrics instance: namespace SessionLineage, service from POWERTOOLS_SERVICE_NAME. */
-export function createServiceMetrics(env: NodeJS.ProcessEnv = process.env): Metrics {
-  return new Metrics({
-    namespace: env.POWERTOOLS_METRICS_NAMESPACE || METRIC_NAMESPACE,
-    serviceName: env.POWERTOOLS_SERVICE_NAME || 'session-lineage',
-  });
+/** The service's Metrics instance, named from the parsed config (POWERTOOLS_METRICS_NAMESPACE, POWERTOOLS_SERVICE_NAME). */
+export function createServiceMetrics(names: { metricsNamespace: string; serviceName: string }): Metrics {
+  return new Metrics({ namespace: names.metricsNamespace || METRIC_NAMESPACE, serviceName: names.serviceName });
 }
 
 function emit(metrics: Metrics, name: string, unit: Unit, value: number, dimensions: Record<string, string> = {}): void {

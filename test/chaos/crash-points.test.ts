@@ -33,7 +33,8 @@ describe('crash points (child process dies mid-attempt)', () => {
       it(`I1 I3 L7 S1 S2: crash ${point} (${mode}) leaves one lineage, a free lease after TTL, nothing after a sweep`, async () => {
         for (let round = 0; round < rounds; round++) {
           const tenantId = `chaos-crash-${randomUUID()}`;
-          const ref = await seedConversation(coord.store, tenantId, conversation(8));
+          // The written-before-commit path needs a compaction bigger than one transaction (crash-child's engine keeps 110).
+          const ref = await seedConversation(coord.store, tenantId, conversation(point === 'after_child_messages' ? 150 : 8));
 
           const run = await runCrashChild({
             CRASH_POINT: point,

@@ -235,7 +235,7 @@ export class Commits {
           return s.result(meta, [...input.compacted, ...tail.map(parse)], tail.length, tokens, at);
         } catch (err) {
           if (retryWithout(err)) continue;
-          const current = await this.afterFailure(err, ref);
+          const current = await this.afterFailure(err, ref, s);
           if (s.isOurs(current)) return await s.alreadyCommitted(current);
           await this.assertCommittable(current, ref, attempt, s);
           // Only the version moved (appends or pops after our snapshot): read the new tail and go again.
@@ -273,18 +273,18 @@ export class Commits {
   }
 
   /**
-   * What a failed commit means. A condition failure carries the record's state. Any other
-   * service error is definite (nothing was written). A transport error is not: the record says
-   * whether our transaction went through.
+   * What a failed commit means. A condition failure on the record carries its state. Anything
+   * else may have gone through (a response lost to a timeout or a dropped connection, after the
+   * client's retries): the record says whether it did, and if it did this is our commit.
    */
-  private async afterFailure(err: unknown, ref: SessionRef): Promise<MetaItem> {
+  private async afterFailure<R>(err: unknown, ref: SessionRef, s: Strategy<R>): Promise<MetaItem> {
     if (conditionFailedAt(err, 0)) {
       const seen = oldImageOf(err, 0);
       if (seen) return seen;
-    } else if (isConditionFailure(err) || isServiceError(err) || err instanceof LineageError) {
-      throw err;
     }
     const meta = await this.table.getMeta(ref);
+    if (meta && s.isOurs(meta)) return meta;
+    if (!conditionFailedAt(err, 0)) throw err;
     if (!meta) throw new SessionNotFoundError(ref.sessionId);
     return meta;
   }
@@ -384,7 +384,4 @@ function parse(m: MessageItem): Item {
   return JSON.parse(m.body) as Item;
 }
 
-function isServiceError(err: unknown): boolean {
-  return typeof err === 'object' && err !== null && '$fault' in err;
-}
 

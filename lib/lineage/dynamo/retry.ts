@@ -1,6 +1,8 @@
-// Bounded exponential backoff with full jitter for DynamoDB's transient errors. The client is
-// built with maxAttempts 1 (lib/clients.ts), so these are the only retries; exhausting them
-// surfaces StoreRetryableError, which callers map to "try again later".
+// Our own retries, for what the AWS SDK's standard strategy (lib/clients.ts) does not retry:
+// transaction conflicts (TransactionConflictException, and a TransactionCanceled whose reasons are
+// conflicts or throttling). Transport errors, 5xx and throttling are the SDK's; when they outlive
+// its attempts they surface here as StoreRetryableError ("try again later", HTTP 503), never as
+// an opaque 500. Condition failures are answers, not errors, and are never retried here.
 import { StoreRetryableError } from '../errors.js';
 
 export interface RetryOptions {
@@ -12,16 +14,21 @@ export interface RetryOptions {
 
 export const DEFAULT_RETRY: RetryOptions = { maxAttempts: 5, baseDelayMs: 25, maxDelayMs: 1000 };
 
-const TRANSIENT_NAMES = new Set([
-  'TransactionConflictException',
+/** Cancellation reason codes that mean "contention", not "your condition is false". */
+const CONTENTION_REASONS = new Set(['TransactionConflict', 'ThrottlingError', 'ProvisionedThroughputExceeded']);
+
+/** Errors the SDK already retried: past its attempts they mean "busy", not "broken". */
+const EXHAUSTED_NAMES = new Set([
   'ProvisionedThroughputExceededException',
   'ThrottlingException',
   'RequestLimitExceeded',
   'InternalServerError',
+  'ServiceUnavailable',
+  'TimeoutError',
+  'RequestTimeout',
+  'TransactionInProgressException',
 ]);
-
-/** Cancellation reason codes that mean "contention", not "your condition is false". */
-const TRANSIENT_REASONS = new Set(['TransactionConflict', 'ThrottlingError', 'ProvisionedThroughputExceeded']);
+const TRANSPORT_CODES = new Set(['ECONNRESET', 'ECONNREFUSED', 'EPIPE', 'ETIMEDOUT', 'EHOSTUNREACH', 'ENETUNREACH', 'EAI_AGAIN']);
 
 export function cancellationCodes(err: unknown): string[] {
   const reasons = (err as { CancellationReasons?: { Code?: string }[] } | null)?.CancellationReasons;
@@ -37,14 +44,24 @@ export function isConditionFailure(err: unknown): boolean {
   return isTransactionCanceled(err) && cancellationCodes(err).includes('ConditionalCheckFailed');
 }
 
-export function isTransient(err: unknown): boolean {
+/** Contention our loop retries. */
+export function isContention(err: unknown): boolean {
   if (!(err instanceof Error)) return false;
-  if (TRANSIENT_NAMES.has(err.name)) return true;
+  if (err.name === 'TransactionConflictException') return true;
   if (isTransactionCanceled(err)) {
     const codes = cancellationCodes(err);
-    return !codes.includes('ConditionalCheckFailed') && codes.some((c) => TRANSIENT_REASONS.has(c));
+    return !codes.includes('ConditionalCheckFailed') && codes.some((c) => CONTENTION_REASONS.has(c));
   }
   return false;
+}
+
+/** A transient failure the SDK gave up on (throttling, 5xx, a timeout or a dropped connection). */
+export function isExhaustedTransient(err: unknown): boolean {
+  if (!(err instanceof Error)) return false;
+  const e = err as Error & { code?: string; $metadata?: { httpStatusCode?: number } };
+  if (EXHAUSTED_NAMES.has(e.name) || (e.code !== undefined && TRANSPORT_CODES.has(e.code))) return true;
+  const status = e.$metadata?.httpStatusCode;
+  return status !== undefined && status >= 500;
 }
 
 export function backoffDelay(attempt: number, opts: RetryOptions, random: () => number = Math.random): number {
@@ -59,7 +76,8 @@ export async function withRetry<T>(what: string, op: () => Promise<T>, opts: Ret
     try {
       return await op();
     } catch (err) {
-      if (!isTransient(err)) throw err;
+      if (isExhaustedTransient(err)) throw new StoreRetryableError(`${what}: ${err instanceof Error ? err.name : 'failed'} after the client's retries`, err);
+      if (!isContention(err)) throw err;
       last = err;
       if (i < opts.maxAttempts - 1) await sleep(backoffDelay(i, opts));
     }

@@ -6,7 +6,7 @@ import type { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ApiKeyStore } from '../../../lib/api/api-keys.js';
 import { sqsShapedEvent } from '../../../lib/after-turn/local-invoke.js';
-import type { DynamoLineageStore } from '../../../lib/lineage/dynamo-lineage-store.js';
+import type { DynamoLineageStore } from '../../../lib/lineage/dynamo/store.js';
 import type { SessionRef } from '../../../lib/session-ref.js';
 import { startLocalService, type LocalService } from '../../support/local-service.js';
 import { idempotencyRecord, transcript } from '../../integration/after-turn/harness.js';

@@ -29,7 +29,7 @@ beforeAll(async () => {
 afterAll(() => h.close());
 
 function invoke(consumer: AfterTurnConsumer, records: { messageId: string; body: string }[], remainingMs?: number) {
-  const handler = createAfterTurnHandler(async () => consumer);
+  const handler = createAfterTurnHandler(async () => ({ consumer }));
   return handler(sqsShapedEvent(records), lambdaContext(remainingMs)) as Promise<SQSBatchResponse>;
 }
 

@@ -1,4 +1,4 @@
-// The after-turn publisher: the transport chosen from the environment, and the local
+// The after-turn publisher: the transport chosen from the parsed config, and the local
 // transport's request as serverless-offline's Lambda Invoke API expects it.
 import { createHash } from 'node:crypto';
 import { createServer, type IncomingMessage, type Server } from 'node:http';
@@ -6,11 +6,13 @@ import type { AddressInfo } from 'node:net';
 import { SendMessageCommand, SQSClient } from '@aws-sdk/client-sqs';
 import { mockClient } from 'aws-sdk-client-mock';
 import { afterEach, describe, expect, it } from 'vitest';
+import { loadConfig } from '../../../lib/config.js';
+import { silentLogger } from '../../../lib/logger.js';
 import { afterTurnFunctionName } from '../../../lib/after-turn/local-invoke.js';
 import {
   LocalLambdaAfterTurnPublisher,
   NoopAfterTurnPublisher,
-  publisherFromEnv,
+  publisherFromConfig,
   SqsAfterTurnPublisher,
   type AfterTurnEvent,
 } from '../../../lib/after-turn/publisher.js';
@@ -75,11 +77,13 @@ describe('after-turn publisher (SPEC F3)', () => {
     sqs.restore();
   });
 
-  it('F3: publisherFromEnv picks SQS, then the local endpoint, else a no-op that says so once', async () => {
-    expect(publisherFromEnv({ AFTER_TURN_QUEUE_URL: 'https://sqs.example/q', LOCAL_LAMBDA_ENDPOINT: 'http://x' })).toBeInstanceOf(SqsAfterTurnPublisher);
-    expect(publisherFromEnv({ LOCAL_LAMBDA_ENDPOINT: 'http://x', AFTER_TURN_FUNCTION_NAME: 'f' })).toBeInstanceOf(LocalLambdaAfterTurnPublisher);
+  it('F3: publisherFromConfig picks SQS, then the local endpoint, else a no-op that says so once', async () => {
+    const sqs = () => new SQSClient({ region: 'us-east-1' });
+    const fromEnv = (env: NodeJS.ProcessEnv, logger = silentLogger) => publisherFromConfig(loadConfig(env), logger, sqs);
+    expect(fromEnv({ AFTER_TURN_QUEUE_URL: 'https://sqs.example/q', LOCAL_LAMBDA_ENDPOINT: 'http://x' })).toBeInstanceOf(SqsAfterTurnPublisher);
+    expect(fromEnv({ LOCAL_LAMBDA_ENDPOINT: 'http://x', AFTER_TURN_FUNCTION_NAME: 'f' })).toBeInstanceOf(LocalLambdaAfterTurnPublisher);
     const logged: string[] = [];
-    const noop = publisherFromEnv({ AFTER_TURN_QUEUE_URL: '', LOCAL_LAMBDA_ENDPOINT: '' }, (m) => logged.push(m));
+    const noop = fromEnv({ AFTER_TURN_QUEUE_URL: '', LOCAL_LAMBDA_ENDPOINT: '' }, { ...silentLogger, warn: (m: string) => void logged.push(m) });
     expect(noop).toBeInstanceOf(NoopAfterTurnPublisher);
     await noop.publish(event);
     await noop.publish(event);
@@ -88,8 +92,8 @@ describe('after-turn publisher (SPEC F3)', () => {
   });
 
   it('F3: the afterTurn function name is explicit or derived from the calling function of the same service', () => {
-    expect(afterTurnFunctionName({ AFTER_TURN_FUNCTION_NAME: 'x-afterTurn' })).toBe('x-afterTurn');
-    expect(afterTurnFunctionName({ AWS_LAMBDA_FUNCTION_NAME: 'session-lineage-local-http' })).toBe('session-lineage-local-afterTurn');
+    expect(afterTurnFunctionName(loadConfig({ AFTER_TURN_FUNCTION_NAME: 'x-afterTurn' }))).toBe('x-afterTurn');
+    expect(afterTurnFunctionName(loadConfig({ AWS_LAMBDA_FUNCTION_NAME: 'session-lineage-local-http' }))).toBe('session-lineage-local-afterTurn');
     expect(() => afterTurnFunctionName({})).toThrow(/AFTER_TURN_FUNCTION_NAME/);
   });
 });

@@ -135,10 +135,16 @@ const resourcesFor = (t: Template, role: string, action: string) =>
     .flatMap((s) => (Array.isArray(s.Resource) ? s.Resource : [s.Resource]));
 
 describe('serverless package', () => {
-  it('packages each function individually with only its own bundle', () => {
-    expect(plain.zips.http).toEqual(['.esbuild/http/index.mjs']);
-    expect(plain.zips.afterTurn).toEqual(['.esbuild/after-turn/index.mjs']);
-    expect(plain.zips.sweep).toEqual(['.esbuild/sweep/index.mjs']);
+  it('packages each function individually with only its own bundle: index.mjs and its chunks, no metafile', () => {
+    const dirs = { http: 'http', afterTurn: 'after-turn', sweep: 'sweep' } as const;
+    for (const [fn, dir] of Object.entries(dirs)) {
+      const files = plain.zips[fn]!;
+      expect(files).toContain(`.esbuild/${dir}/index.mjs`);
+      for (const f of files) expect(f).toMatch(new RegExp(`^\\.esbuild/${dir}/[\\w-]+\\.mjs$`));
+      expect([...files].sort()).toEqual(
+        [...readdirSync(`${projectRoot}/.esbuild/${dir}`)].filter((f) => f.endsWith('.mjs')).map((f) => `.esbuild/${dir}/${f}`).sort(),
+      );
+    }
   });
 
   it('declares the table with the properties of infra/table-definition.json, plus PITR and deletion protection', () => {

@@ -49,25 +49,44 @@ function isCommandName(name: string): Matcher {
 const fastRetry = { baseDelayMs: 5, maxDelayMs: 20 };
 
 describe('bounded retries', () => {
-  it('throttling is retried with backoff and surfaces as StoreRetryableError after 5 tries', async () => {
+  /** Answers like DynamoDB under throttling, below the SDK's retry step, so the SDK's standard strategy sees it. */
+  function throttleBelowRetries(client: DynamoDBClient, command: string, times: number) {
+    const state = { sent: 0 };
+    client.middlewareStack.add(
+      (next, context) => async (args) => {
+        if (context.commandName === command && state.sent++ < times) {
+          throw Object.assign(new Error('Rate of requests exceeds the allowed throughput.'), {
+            name: 'ProvisionedThroughputExceededException',
+            $fault: 'client',
+            $metadata: { httpStatusCode: 400 },
+          });
+        }
+        return next(args);
+      },
+      { step: 'deserialize', name: `throttle-${times}` },
+    );
+    return state;
+  }
+
+  it('throttling is retried by the SDK (3 attempts) and then surfaces as StoreRetryableError, not a 500', async () => {
     const client = faultyClient();
     const store = makeStore(client, { retry: fastRetry });
     const ref = await newSession(store, []);
-    const state = injectBefore(client, isCommand('GetItemCommand'), serviceError('ThrottlingException'));
+    const state = throttleBelowRetries(client, 'GetItemCommand', 99);
     const err = await store.getSession(ref).catch((e: unknown) => e);
     expect(err).toBeInstanceOf(StoreRetryableError);
     expect((err as StoreRetryableError).retryable).toBe(true);
-    expect(((err as StoreRetryableError).cause as Error).name).toBe('ThrottlingException');
-    expect(state.calls).toBe(5);
+    expect(((err as StoreRetryableError).cause as Error).name).toBe('ProvisionedThroughputExceededException');
+    expect(state.sent).toBe(3);
   });
 
-  it('a throttle that clears within the budget is invisible to the caller', async () => {
+  it('a throttle that clears within the SDK\'s attempts is invisible to the caller', async () => {
     const client = faultyClient();
     const store = makeStore(client, { retry: fastRetry });
     const ref = await newSession(store, []);
-    const state = injectBefore(client, isCommand('UpdateItemCommand'), serviceError('ProvisionedThroughputExceededException'), 2);
+    const state = throttleBelowRetries(client, 'UpdateItemCommand', 2);
     await expect(begin(store, ref)).resolves.toMatchObject({ attempt: { fence: 1 } });
-    expect(state.calls).toBe(3);
+    expect(state.sent).toBe(3);
   });
 
   it('TransactionConflict is retried then surfaces as StoreRetryableError; nothing was appended', async () => {

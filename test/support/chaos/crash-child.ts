@@ -9,7 +9,7 @@ import type { LeaseApi } from '../../../lib/lease/index.js';
 import type { LineageStore } from '../../../lib/lineage/types.js';
 import { makeCoordinator } from './coordinator.js';
 import { CRASH_EXIT_CODE, crashPoints, type CrashPoint } from './crash-points.js';
-import { fixedEngine } from './engines.js';
+import { fixedEngine, keepingEngine } from './engines.js';
 
 
 function die(point: string): never {
@@ -25,7 +25,7 @@ async function main(): Promise<void> {
   const mode = process.env.CRASH_MODE === 'in_place' ? 'in_place' : 'rotate';
   const coord = await makeCoordinator();
 
-  // "After child messages written": once the engine ran, the store writes the new messages
+  // "After child messages written": a compaction too big for one transaction writes its items
   // (pending child / next generation) in batches before its commit; die as the first batch lands.
   let commitArmed = false;
   coord.ddb.middlewareStack.add(
@@ -63,7 +63,8 @@ async function main(): Promise<void> {
       return typeof v === 'function' ? (v as (...a: unknown[]) => unknown).bind(target) : v;
     },
   });
-  const engine = fixedEngine({ onCall: () => (commitArmed = true) });
+  const arm = () => (commitArmed = true);
+  const engine = point === 'after_child_messages' ? keepingEngine(110, arm) : fixedEngine({ onCall: arm });
   const outcome = await compactSession(
     { lease, store, engine, leaseTtlMs: Number(process.env.LEASE_TTL_MS ?? 1500) },
     { ref, mode, origin: 'manual', holder: `crash-${point}` },

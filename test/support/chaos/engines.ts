@@ -34,6 +34,21 @@ export function fixedEngine(opts: FixedEngineOptions = {}): CompressionEngine & 
   return engine;
 }
 
+/** Keeps the last `keep` items behind a summary: a compaction too large for one transaction when keep > 97. */
+export function keepingEngine(keep: number, onCall?: () => void): CompressionEngine & { calls: number } {
+  const engine = {
+    name: 'keeping-test-engine',
+    acceptedOptions: [] as const,
+    calls: 0,
+    async compress({ items }: Transcript): Promise<CompressResult> {
+      engine.calls++;
+      onCall?.();
+      return { items: [{ role: 'assistant', content: `${SUMMARY_PREFIX} ${items.length - keep} items summarized` }, ...items.slice(-keep)] };
+    },
+  };
+  return engine;
+}
+
 export function conversation(n: number, tag = 'm'): Message[] {
   return Array.from({ length: n }, (_, i) => ({
     role: i % 2 === 0 ? 'user' : 'assistant',

@@ -356,7 +356,7 @@ describe('HTTP API error mapping', () => {
     expect(await run(cancelled.d, event('POST', '/sessions/s1/compress', { body: '{}' }))).toMatchObject({ status: 200, body: { outcome: 'cancelled' } });
     const adopted = deps({}, async () => ({ ...base, sessionId: 's2', outcome: 'skipped', reason: 'adopted' }));
     expect(await run(adopted.d, event('POST', '/sessions/s1/compress', { body: '{}' }))).toMatchObject({ status: 200, body: { reason: 'adopted', sessionId: 's2' } });
-    const done = deps({}, async () => ({ ...base, outcome: 'compressed', mode: 'rotate', previousSessionId: 's1', items: [{ role: 'assistant', content: 's' }] }));
+    const done = deps({}, async () => ({ ...base, outcome: 'compressed', mode: 'rotate', previousSessionId: 's1', items: [{ role: 'assistant', content: 's' }], commitMs: 3 }));
     expect(await run(done.d, event('POST', '/sessions/s1/compress', { body: '{}' }))).toMatchObject({ status: 200, body: { messages: [{ content: 's' }] } });
   });
 
@@ -366,7 +366,7 @@ describe('HTTP API error mapping', () => {
     const item = { role: 'user', content: 'hi', name: 'alice', custom: { nested: [1, null] } };
     const r = await run(d, append([item]));
     expect(r).toMatchObject({ status: 200, body: { appended: 1 } });
-    expect(publisher.publish).toHaveBeenCalledWith({ tenantId: 't1', sessionId: 's1', origin: 'turn' });
+    expect(publisher.publish).toHaveBeenCalledWith({ tenantId: 't1', sessionId: 's1', origin: 'turn', correlationId: 'req-1' });
     expect(logger.warn).toHaveBeenCalledWith('after-turn publish failed', expect.objectContaining({ error: expect.stringContaining('queue down') }));
     const input = vi.mocked(store.appendItems).mock.calls[0]![1];
     expect(input.prepare(session).items).toEqual([item]);

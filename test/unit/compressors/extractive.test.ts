@@ -1,33 +1,44 @@
 import fc from 'fast-check';
-import { describe, expect, it } from 'vitest';
-import { SUMMARY_PREFIX, type Message } from '../../../lib/messages.js';
+import { beforeAll, describe, expect, it } from 'vitest';
 import { ExtractiveCompressor } from '../../../lib/compressors/extractive.js';
-import { countTokens } from '../../../lib/compressors/tokens.js';
+import type { CompressOptions, CompressResult } from '../../../lib/compressors/types.js';
+import { chatAdapter } from '../../../lib/items/chat.js';
+import { loadTokenCounter, type TokenCounter } from '../../../lib/items/tokens.js';
+import type { Item } from '../../../lib/items/types.js';
 import { agentSession, longSession, toolCall } from './transcripts.js';
 
 const engine = new ExtractiveCompressor();
+let counter: TokenCounter;
+beforeAll(async () => {
+  counter = await loadTokenCounter();
+});
 
-function summaryOf(messages: Message[]): Message {
-  const summaries = messages.filter((m) => m.content.startsWith(SUMMARY_PREFIX));
+const compress = (items: Item[], options: CompressOptions): Promise<CompressResult> => engine.compress({ format: 'chat', items }, options);
+const countTokens = (items: Item[]): number => counter.countItems(items, chatAdapter);
+
+function summaryOf(items: Item[]): Item {
+  const summaries = items.filter((m) => chatAdapter.isSummary(m));
   expect(summaries).toHaveLength(1);
-  return summaries[0] as Message;
+  return summaries[0]!;
 }
 
-describe('ExtractiveCompressor', () => {
+const textOf = (item: Item): string => chatAdapter.messageTextOf(item);
+
+describe('ExtractiveCompressor (chat)', () => {
   it('C6: declares only keepLast and targetTokens', () => {
     expect(engine.acceptedOptions).toEqual(['keepLast', 'targetTokens']);
   });
 
   it('is deterministic: the same input gives the same output', async () => {
-    const a = await engine.compress(agentSession(), { keepLast: 4 });
-    const b = await new ExtractiveCompressor().compress(agentSession(), { keepLast: 4 });
+    const a = await compress(agentSession(), { keepLast: 4 });
+    const b = await new ExtractiveCompressor().compress({ format: 'chat', items: agentSession() }, { keepLast: 4 });
     expect(JSON.stringify(b)).toBe(JSON.stringify(a));
-    expect(a.messages.length).toBeLessThan(agentSession().length);
+    expect(a.items.length).toBeLessThan(agentSession().length);
   });
 
   it('C8: keeps the system prompt, the first human turn and the last K messages verbatim, in order', async () => {
     const input = agentSession();
-    const { messages } = await engine.compress(input, { keepLast: 3 });
+    const { items: messages } = await compress(input, { keepLast: 3 });
     expect(messages[0]).toEqual(input[0]);
     expect(messages[1]).toEqual(input[1]);
     expect(messages.slice(-3)).toEqual(input.slice(-3));
@@ -35,7 +46,7 @@ describe('ExtractiveCompressor', () => {
   });
 
   it('C8: the summary is one assistant message starting with the prefix, placed after the first human turn', async () => {
-    const { messages } = await engine.compress(agentSession(), { keepLast: 3 });
+    const { items: messages } = await compress(agentSession(), { keepLast: 3 });
     const summary = summaryOf(messages);
     expect(messages[2]).toBe(summary);
     expect(summary.role).toBe('assistant');
@@ -43,8 +54,8 @@ describe('ExtractiveCompressor', () => {
   });
 
   it('summarizes the middle: tool names, open tasks, decisions and facts; closed tasks and tool-output TODOs are left out', async () => {
-    const { messages } = await engine.compress(agentSession(), { keepLast: 3 });
-    const text = summaryOf(messages).content;
+    const { items: messages } = await compress(agentSession(), { keepLast: 3 });
+    const text = textOf(summaryOf(messages));
     for (const tool of ['read_file', 'edit_file', 'run_tests', 'run_job']) expect(text).toContain(tool);
     expect(text).toContain('tell finance the exports were delayed');
     expect(text).toContain('add an alarm on export failures');
@@ -58,85 +69,85 @@ describe('ExtractiveCompressor', () => {
 
   it('C7: the result has fewer tokens than the input', async () => {
     const input = longSession(20);
-    const { messages } = await engine.compress(input, {});
+    const { items: messages } = await compress(input, {});
     expect(countTokens(messages)).toBeLessThan(countTokens(input) / 2);
   });
 
   it('respects targetTokens by shrinking the summary lists, keeping the most recent items', async () => {
     const input = longSession(40);
-    const roomy = await engine.compress(input, {});
-    const target = countTokens(roomy.messages) - 150;
-    const { messages, warnings } = await engine.compress(input, { targetTokens: target });
+    const roomy = await compress(input, {});
+    const target = countTokens(roomy.items) - 150;
+    const { items: messages, warnings } = await compress(input, { targetTokens: target });
     expect(warnings).toBeUndefined();
     expect(countTokens(messages)).toBeLessThanOrEqual(target);
-    const text = summaryOf(messages).content;
+    const text = textOf(summaryOf(messages));
     expect(text).toContain('more omitted');
     expect(text).toContain('delete the duplicates of shard 39');
     expect(text).not.toContain('delete the duplicates of shard 0\n');
-    expect(summaryOf(roomy.messages).content.length).toBeGreaterThan(text.length);
+    expect(textOf(summaryOf(roomy.items)).length).toBeGreaterThan(text.length);
   });
 
   it('warns when the messages kept verbatim alone exceed targetTokens', async () => {
-    const { messages, warnings } = await engine.compress(longSession(5), { targetTokens: 10 });
-    expect(summaryOf(messages).content.split('\n')[0]).toMatch(/^\[CONTEXT COMPACTION\] Summary of \d+ earlier messages/);
+    const { items: messages, warnings } = await compress(longSession(5), { targetTokens: 10 });
+    expect(textOf(summaryOf(messages)).split('\n')[0]).toMatch(/^\[CONTEXT COMPACTION\] Summary of \d+ earlier messages/);
     expect(warnings?.[0]).toMatch(/exceed targetTokens \(10\)/);
   });
 
   it('C7: nothing to compact (too few messages) returns the input unchanged', async () => {
     const input = agentSession().slice(0, 4);
-    const { messages, warnings } = await engine.compress(input, { keepLast: 6 });
+    const { items: messages, warnings } = await compress(input, { keepLast: 6 });
     expect(messages).toEqual(input);
     expect(warnings).toBeUndefined();
   });
 
   it('C7: a middle too small to beat its own summary returns the input unchanged', async () => {
-    const input: Message[] = [
+    const input: Item[] = [
       { role: 'system', content: 'sys' },
       { role: 'user', content: 'hi' },
       { role: 'assistant', content: 'ok' },
       { role: 'user', content: 'k' },
       { role: 'assistant', content: 'latest' },
     ];
-    const { messages } = await engine.compress(input, { keepLast: 1 });
+    const { items: messages } = await compress(input, { keepLast: 1 });
     expect(messages).toEqual(input);
   });
 
   it('does not mutate its input', async () => {
     const input = agentSession();
     const snapshot = structuredClone(input);
-    await engine.compress(input, { keepLast: 2 });
+    await compress(input, { keepLast: 2 });
     expect(input).toEqual(snapshot);
   });
 
   it('C8: synthetic user scaffolding is not taken as the first human turn', async () => {
-    const input: Message[] = [
+    const input: Item[] = [
       { role: 'system', content: 'sys' },
       { role: 'user', content: 'Task list snapshot: 1. a 2. b', synthetic: true },
       ...agentSession().slice(1),
     ];
-    const { messages } = await engine.compress(input, { keepLast: 2 });
+    const { items: messages } = await compress(input, { keepLast: 2 });
     expect(messages[1]).toEqual(agentSession()[1]);
   });
 
   it('carries an earlier summary forward when compacting again', async () => {
-    const first = await engine.compress(longSession(3), { keepLast: 2 });
-    const continued: Message[] = [
-      ...first.messages,
+    const first = await compress(longSession(3), { keepLast: 2 });
+    const continued: Item[] = [
+      ...first.items,
       { role: 'user', content: 'Next, audit the refunds table.' },
       { role: 'assistant', content: 'Auditing refunds. We decided to skip archived refunds.' },
       { role: 'user', content: 'ok' },
       { role: 'assistant', content: 'done' },
     ];
-    const second = await engine.compress(continued, { keepLast: 2 });
-    const text = summaryOf(second.messages).content;
+    const second = await compress(continued, { keepLast: 2 });
+    const text = textOf(summaryOf(second.items));
     expect(text).toContain('delete the duplicates of shard 2');
     expect(text).toContain('We decided to skip archived refunds');
     expect(text).toMatch(/query_ledger ×3/);
-    const firstCount = Number(/Summary of (\d+)/.exec(summaryOf(first.messages).content)?.[1]);
+    const firstCount = Number(/Summary of (\d+)/.exec(textOf(summaryOf(first.items)))?.[1]);
     expect(text).toContain(`Summary of ${firstCount + 4} earlier messages`);
   });
 
-  it('never splits an assistant tool call from its tool results, for any keepLast and transcript', async () => {
+  it('A2: never splits an assistant tool call from its tool results, for any keepLast and transcript', async () => {
     // Random transcripts of turns: plain messages and assistant calls followed by all their results.
     const turn = fc.oneof(
       fc.record({ kind: fc.constant('user' as const), text: fc.string({ maxLength: 30 }) }),
@@ -145,7 +156,7 @@ describe('ExtractiveCompressor', () => {
     );
     await fc.assert(
       fc.asyncProperty(fc.array(turn, { maxLength: 25 }), fc.integer({ min: 0, max: 12 }), async (turns, keepLast) => {
-        const input: Message[] = [{ role: 'system', content: 'sys' }];
+        const input: Item[] = [{ role: 'system', content: 'sys' }];
         turns.forEach((t, i) => {
           if (t.kind === 'user') input.push({ role: 'user', content: `ask ${t.text}` });
           else if (t.kind === 'say') input.push({ role: 'assistant', content: `note ${t.text}` });
@@ -155,7 +166,7 @@ describe('ExtractiveCompressor', () => {
             for (const id of ids) input.push({ role: 'tool', tool_call_id: id, content: `result ${id}` });
           }
         });
-        const { messages } = await engine.compress(input, { keepLast });
+        const { items: messages } = await compress(input, { keepLast });
         const called = new Set<string>();
         const answered = new Set<string>();
         for (const m of messages) {

@@ -1,12 +1,12 @@
-// Sample agent transcripts for the compressor tests.
-import type { Message } from '../../../lib/messages.js';
+// Sample chat agent transcripts for the compressor tests.
+import type { Item } from '../../../lib/items/types.js';
 
-export function toolCall(id: string, name: string, args: unknown = {}): Record<string, unknown> {
+export function toolCall(id: string, name: string, args: unknown = {}): { id: string; type: 'function'; function: { name: string; arguments: string } } {
   return { id, type: 'function', function: { name, arguments: JSON.stringify(args) } };
 }
 
 /** A coding-agent session: system prompt, a request, a long middle with tools and tasks, a recent tail. */
-export function agentSession(): Message[] {
+export function agentSession(): Item[] {
   return [
     { role: 'system', content: 'You are a careful coding agent working in the repo acme/billing.' },
     { role: 'user', content: 'The nightly invoice export fails since Tuesday. Please find out why and fix it.' },
@@ -32,9 +32,9 @@ export function agentSession(): Message[] {
 }
 
 /** A long session: the agent session with its middle repeated `rounds` times with distinct facts. */
-export function longSession(rounds: number): Message[] {
+export function longSession(rounds: number): Item[] {
   const base = agentSession();
-  const middle: Message[] = [];
+  const middle: Item[] = [];
   for (let r = 0; r < rounds; r++) {
     middle.push(
       { role: 'user', content: `Round ${r}: please check shard ${r} of the ledger for duplicates and report back in detail.` },

@@ -8,7 +8,7 @@ import { mockClient } from 'aws-sdk-client-mock';
 import { afterEach, describe, expect, it } from 'vitest';
 import { EventBridgeCompactionEventPublisher } from '../../../lib/events/eventbridge-publisher.js';
 import {
-  compactionEventPublisherFromEnv,
+  compactionEventPublisherFrom,
   LocalCompactionEventPublisher,
   readCompactionEvents,
   type SessionCompacted,
@@ -135,15 +135,17 @@ describe('LocalCompactionEventPublisher', () => {
   });
 });
 
-describe('compactionEventPublisherFromEnv', () => {
-  it('EVENT_BUS_NAME selects EventBridge (loaded on first publish), else the local stand-in', async () => {
+describe('compactionEventPublisherFrom', () => {
+  it('a bus name (EVENT_BUS_NAME) selects EventBridge (loaded on first publish), else the local stand-in', async () => {
     ebMock.on(PutEventsCommand).resolves({ FailedEntryCount: 0, Entries: [{ EventId: 'e1' }] });
-    const deployed = compactionEventPublisherFromEnv({ EVENT_BUS_NAME: 'default', AWS_REGION: 'eu-west-1', AWS_ACCESS_KEY_ID: 'x', AWS_SECRET_ACCESS_KEY: 'x' });
+    process.env.AWS_ACCESS_KEY_ID ??= 'x';
+    process.env.AWS_SECRET_ACCESS_KEY ??= 'x';
+    const deployed = compactionEventPublisherFrom({ eventBusName: 'default', region: 'eu-west-1' });
     expect(deployed).not.toBeInstanceOf(LocalCompactionEventPublisher);
     await expect(deployed.publish(rotation)).resolves.toEqual({ published: true });
     expect(ebMock.commandCalls(PutEventsCommand)[0]!.args[0].input.Entries![0]!.EventBusName).toBe('default');
 
-    expect(compactionEventPublisherFromEnv({ EVENT_BUS_NAME: '', LOCAL_EVENTS_FILE: '/tmp/x.jsonl' })).toBeInstanceOf(LocalCompactionEventPublisher);
-    expect(compactionEventPublisherFromEnv({})).toBeInstanceOf(LocalCompactionEventPublisher);
+    expect(compactionEventPublisherFrom({ localEventsFile: '/tmp/x.jsonl' })).toBeInstanceOf(LocalCompactionEventPublisher);
+    expect(compactionEventPublisherFrom({})).toBeInstanceOf(LocalCompactionEventPublisher);
   });
 });

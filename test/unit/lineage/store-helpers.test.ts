@@ -5,7 +5,7 @@ import { ItemTooLargeError, StoreRetryableError } from '../../../lib/lineage/err
 import { expression } from '../../../lib/lineage/dynamo/expression.js';
 import { fromMessageItem, itemSizeBytes, messageItemsFor, toMessageItem, withDefaults, type StoredMeta } from '../../../lib/lineage/dynamo/items.js';
 import { attemptShardOf, messageSk, parseTaskSk, refOfPk, sessionPk, taskSk } from '../../../lib/lineage/dynamo/keys.js';
-import { backoffDelay, DEFAULT_RETRY, isTransient, withRetry } from '../../../lib/lineage/dynamo/retry.js';
+import { backoffDelay, DEFAULT_RETRY, isContention, isExhaustedTransient, withRetry } from '../../../lib/lineage/dynamo/retry.js';
 import { MAX_ITEM_BYTES } from '../../../lib/lineage/limits.js';
 
 const named = (name: string, extra: object = {}) => Object.assign(new Error(name), { name, ...extra });
@@ -48,27 +48,33 @@ describe('expression', () => {
 });
 
 describe('retries', () => {
-  it('classifies throttling and contention as transient, condition failures as definite', () => {
-    expect(isTransient(named('ThrottlingException'))).toBe(true);
-    expect(isTransient(named('RequestLimitExceeded'))).toBe(true);
-    expect(isTransient(named('InternalServerError'))).toBe(true);
-    expect(isTransient(named('TransactionCanceledException', { CancellationReasons: [{ Code: 'TransactionConflict' }] }))).toBe(true);
+  it('our loop retries contention only; what the SDK already retried surfaces as retryable; condition failures are answers', () => {
+    expect(isContention(named('TransactionConflictException'))).toBe(true);
+    expect(isContention(named('TransactionCanceledException', { CancellationReasons: [{ Code: 'TransactionConflict' }] }))).toBe(true);
+    expect(isContention(named('TransactionCanceledException', { CancellationReasons: [{ Code: 'ThrottlingError' }, { Code: 'None' }] }))).toBe(true);
     expect(
-      isTransient(named('TransactionCanceledException', { CancellationReasons: [{ Code: 'ConditionalCheckFailed' }, { Code: 'TransactionConflict' }] })),
+      isContention(named('TransactionCanceledException', { CancellationReasons: [{ Code: 'ConditionalCheckFailed' }, { Code: 'TransactionConflict' }] })),
     ).toBe(false);
-    expect(isTransient(named('ConditionalCheckFailedException'))).toBe(false);
-    expect(isTransient(named('ValidationException'))).toBe(false);
+    expect(isContention(named('ThrottlingException'))).toBe(false);
+    for (const n of ['ThrottlingException', 'RequestLimitExceeded', 'InternalServerError', 'TimeoutError']) expect(isExhaustedTransient(named(n)), n).toBe(true);
+    expect(isExhaustedTransient(Object.assign(new Error('socket hang up'), { code: 'ECONNRESET' }))).toBe(true);
+    expect(isExhaustedTransient(named('X', { $metadata: { httpStatusCode: 503 } }))).toBe(true);
+    expect(isExhaustedTransient(named('ConditionalCheckFailedException'))).toBe(false);
+    expect(isExhaustedTransient(named('ValidationException', { $metadata: { httpStatusCode: 400 } }))).toBe(false);
   });
   it('backoff is exponential, capped and jittered within [0, cap)', () => {
     const opts = { maxAttempts: 5, baseDelayMs: 10, maxDelayMs: 50 };
     expect([0, 1, 2, 3].map((i) => backoffDelay(i, opts, () => 0.999))).toEqual([9, 19, 39, 49]);
     expect(backoffDelay(3, opts, () => 0)).toBe(0);
   });
-  it('gives up after maxAttempts with StoreRetryableError; definite errors are not retried', async () => {
+  it('gives up after maxAttempts with StoreRetryableError; an exhausted throttle is not retried again; definite errors pass through', async () => {
     let calls = 0;
     const opts = { ...DEFAULT_RETRY, baseDelayMs: 1, maxDelayMs: 2 };
-    await expect(withRetry('x', async () => { calls++; throw named('ThrottlingException'); }, opts)).rejects.toBeInstanceOf(StoreRetryableError);
+    await expect(withRetry('x', async () => { calls++; throw named('TransactionConflictException'); }, opts)).rejects.toBeInstanceOf(StoreRetryableError);
     expect(calls).toBe(5);
+    calls = 0;
+    await expect(withRetry('x', async () => { calls++; throw named('ThrottlingException'); }, opts)).rejects.toBeInstanceOf(StoreRetryableError);
+    expect(calls).toBe(1);
     calls = 0;
     await expect(withRetry('x', async () => { calls++; throw named('ValidationException'); }, opts)).rejects.toThrow('ValidationException');
     expect(calls).toBe(1);

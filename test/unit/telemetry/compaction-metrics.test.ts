@@ -47,7 +47,7 @@ function emitted(): { name: string; value: unknown; unit: string; namespace: str
   });
 }
 
-const metrics = () => createServiceMetrics({ POWERTOOLS_SERVICE_NAME: 'session-lineage-test' });
+const metrics = () => createServiceMetrics({ serviceName: 'session-lineage-test', metricsNamespace: 'SessionLineage' });
 
 describe('recordCompaction (EMF)', () => {
   it('counts a commit by outcome and reason, with its commit latency and a 0 for LeaseUnavailable', () => {
