@@ -201,6 +201,14 @@ describe('serverless package', () => {
       expect(env.DYNAMODB_ENDPOINT).toBe('');
     }
   });
+
+  it('outputs what the operator CLI reads with --stage: the table, both queue ARNs and the Redis URLs parameter name', () => {
+    expect(plain.template.Outputs.LineageTableName.Value).toEqual({ Ref: 'LineageTable' });
+    expect(plain.template.Outputs.AfterTurnQueueArn.Value).toEqual({ 'Fn::GetAtt': ['AfterTurnQueue', 'Arn'] });
+    expect(plain.template.Outputs.AfterTurnDeadLetterQueueArn.Value).toEqual({ 'Fn::GetAtt': ['AfterTurnDeadLetterQueue', 'Arn'] });
+    expect(plain.template.Outputs.RedisUrlsSsmParam.Value).toBe('/session-lineage/dev/redis-urls');
+    expect(withVpc.template.Outputs.RedisUrlsSsmParam.Value).toBe(VPC_PARAMS.redisUrlsSsmParam);
+  });
 });
 
 describe('secrets at runtime, never in the template', () => {
