@@ -10,6 +10,8 @@ import type { SecretReader } from './config.js';
 export interface RedisClientOptions {
   /** Per-command connect timeout; small so a dead node is noticed in milliseconds. */
   connectTimeoutMs?: number;
+  /** PEM of a private CA to trust for `rediss://` nodes (public CAs, ElastiCache's included, need none). */
+  tlsCa?: string;
 }
 
 /**
@@ -18,7 +20,9 @@ export interface RedisClientOptions {
  * retries, so quorum loss surfaces in milliseconds rather than the 40 s reconnect budget.
  */
 export function createRedisClient(url: string, opts: RedisClientOptions = {}): Redis {
+  const tls = opts.tlsCa && url.startsWith('rediss://') ? { tls: { ca: opts.tlsCa } } : {};
   const client = new Redis(url, {
+    ...tls,
     enableOfflineQueue: false,
     maxRetriesPerRequest: 1,
     connectTimeout: opts.connectTimeoutMs ?? 1000,

@@ -29,6 +29,8 @@ export interface Config {
   tableName: string;
   dynamo: DynamoSettings;
   redis: RedisSource;
+  /** PEM of a private CA for `rediss://` nodes (REDIS_TLS_CA; `\n` escapes allowed). Not a secret. */
+  redisTlsCa?: string;
   leaseTtlMs: number;
   /** Sessions above this many tokens are compacted after a turn (SPEC F3). */
   compactionTokenThreshold: number;
@@ -91,6 +93,7 @@ const envSchema = z.object({
   DYNAMODB_REQUEST_TIMEOUT_MS: z._default(positiveInt(), 5_000),
   REDIS_URLS: z._default(z.string(), 'redis://127.0.0.1:6379'),
   REDIS_URLS_SSM_PARAM: z.optional(z.string()),
+  REDIS_TLS_CA: z.optional(z.string().check(z.regex(/-----BEGIN CERTIFICATE-----/, 'must be a PEM certificate'))),
   LEASE_TTL_MS: z._default(positiveInt(), 30_000),
   COMPACTION_TOKEN_THRESHOLD: z._default(positiveInt(), 8_000),
   AFTER_TURN_COMPACTION_MODE: z._default(z.enum(['rotate', 'in_place'], { error: 'must be rotate or in_place' }), 'rotate'),
@@ -170,6 +173,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     redis: e.REDIS_URLS_SSM_PARAM
       ? { kind: 'ssm', parameterName: e.REDIS_URLS_SSM_PARAM }
       : { kind: 'urls', urls: parseRedisUrls(e.REDIS_URLS, 'REDIS_URLS') },
+    redisTlsCa: e.REDIS_TLS_CA?.replaceAll('\\n', '\n'),
     leaseTtlMs: e.LEASE_TTL_MS,
     compactionTokenThreshold: e.COMPACTION_TOKEN_THRESHOLD,
     afterTurnCompactionMode: e.AFTER_TURN_COMPACTION_MODE,

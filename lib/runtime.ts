@@ -111,7 +111,7 @@ export class Runtime implements HandlerTelemetry {
       // Secrets first: a missing parameter fails the build before any connection is opened.
       const redisUrls = await resolveRedisUrls(config.redis, this.secrets());
       const dynamo = createDynamoClient({ ...config.dynamo, region: config.region });
-      const redis = createRedisClients(redisUrls);
+      const redis = createRedisClients(redisUrls, config.redisTlsCa ? { tlsCa: config.redisTlsCa } : {});
       const dispose = () => {
         redis.forEach((r) => r.disconnect());
         dynamo.destroy();

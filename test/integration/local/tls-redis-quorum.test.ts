@@ -10,22 +10,9 @@ import { acquired, newSessionKey } from '../lease/lease-test-support.js';
 
 const PASSWORD = 'p@ss:w0rd/with#symbols';
 
-/**
- * lib/clients.ts's createRedisClient has no way to take a CA yet. To test its exact options
- * (timeouts, retry strategy, no offline queue) rather than a copy, build one client with it,
- * keep its parsed options and add only `tls.ca`. (A CA is only needed for a private CA such as
- * this test's; ElastiCache certificates chain to public roots Node already trusts.)
- */
+/** What the runtime builds with REDIS_TLS_CA set (lib/config.ts -> lib/clients.ts). */
 function createRedisClientWithCa(url: string, ca: string): Redis {
-  const template = createRedisClient(url);
-  template.disconnect();
-  const client = new Redis({ ...template.options, tls: { ...template.options.tls, ca } });
-  client.on('error', () => undefined);
-  return client;
-}
-
-function leaseOver(redis: Redis[]): SessionLease {
-  return new SessionLease({ clients: redis });
+  return createRedisClient(url, { tlsCa: ca });
 }
 
 let plain: LocalRedisProcess[] = [];
@@ -55,7 +42,7 @@ describe('TLS + AUTH Redis node in the Redlock quorum', () => {
     await expect(noAuth.ping()).rejects.toThrow(/NOAUTH|Authentication required|Stream isn't writeable|Connection is closed/i);
     noAuth.disconnect();
 
-    // Without our CA the server certificate is not trusted: what createRedisClient does today.
+    // Without our CA the server certificate is not trusted (a private CA must be given: REDIS_TLS_CA).
     const untrusted = createRedisClient(secure.url);
     await waitForRedis([untrusted], 1500);
     expect(untrusted.status).not.toBe('ready');
@@ -69,7 +56,7 @@ describe('TLS + AUTH Redis node in the Redlock quorum', () => {
   });
 
   it('L3/L4: acquire, refresh and release go through all three nodes, the TLS node included', async () => {
-    const lease = leaseOver(clients);
+    const lease = new SessionLease({ clients: clients });
     const key = newSessionKey();
     const redisKey = lease.keyOf(key);
 
@@ -94,7 +81,7 @@ describe('TLS + AUTH Redis node in the Redlock quorum', () => {
     // Stop one plain node: the remaining quorum (2 of 3) is the TLS node plus one plain node,
     // so an acquire that succeeds proves the TLS node voted for it.
     await plain[1]!.stop();
-    const lease = leaseOver(clients);
+    const lease = new SessionLease({ clients: clients });
     const key = newSessionKey();
     const won = acquired(await lease.tryAcquire(key, { ttlMs: 5_000, holder: 'tls-quorum' }));
     expect(await clients[0]!.get(lease.keyOf(key))).toBe(won.token);
