@@ -47,6 +47,10 @@ export interface Config {
   lambdaFunctionName?: string;
   /** HTTP API: largest request body accepted (SPEC F1, 413 above it). */
   maxBodyBytes: number;
+  /** How long an Idempotency-Key is remembered (SPEC A3). */
+  idempotencyTtlSeconds: number;
+  /** How long a generation an in-place compaction replaced is kept (SPEC C11). */
+  archiveRetentionSeconds: number;
   /** How long a resolved API key is trusted per container, i.e. the revocation delay; 0 disables the cache. */
   apiKeyCacheTtlSeconds: number;
   eventBusName?: string;
@@ -103,6 +107,8 @@ const envSchema = z.object({
   AFTER_TURN_FUNCTION_NAME: z.optional(z.string()),
   AWS_LAMBDA_FUNCTION_NAME: z.optional(z.string()),
   MAX_BODY_BYTES: z._default(positiveInt(), 1_048_576),
+  IDEMPOTENCY_TTL_SECONDS: z._default(positiveInt(), 24 * 3600),
+  ARCHIVE_RETENTION_SECONDS: z._default(positiveInt(), 7 * 24 * 3600),
   API_KEY_CACHE_TTL_SECONDS: z._default(wholeSeconds(), 60),
   EVENT_BUS_NAME: z.optional(z.string()),
   LOCAL_EVENTS_FILE: z.optional(z.string()),
@@ -183,6 +189,8 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     afterTurnFunctionName: e.AFTER_TURN_FUNCTION_NAME,
     lambdaFunctionName: e.AWS_LAMBDA_FUNCTION_NAME,
     maxBodyBytes: e.MAX_BODY_BYTES,
+    idempotencyTtlSeconds: e.IDEMPOTENCY_TTL_SECONDS,
+    archiveRetentionSeconds: e.ARCHIVE_RETENTION_SECONDS,
     apiKeyCacheTtlSeconds: e.API_KEY_CACHE_TTL_SECONDS,
     eventBusName: e.EVENT_BUS_NAME,
     localEventsFile: e.LOCAL_EVENTS_FILE,

@@ -123,7 +123,13 @@ export class Runtime implements HandlerTelemetry {
         await waitForRedis(redis);
         // Acquire is one SET ... NX PX ... GET round (P2): refuse to start on a node too old for it.
         await assertRedisVersion(redis);
-        store = new DynamoLineageStore({ client: dynamo, tableName: config.tableName });
+        store = new DynamoLineageStore({
+          client: dynamo,
+          tableName: config.tableName,
+          idempotencyTtlSeconds: config.idempotencyTtlSeconds,
+          archiveRetentionSeconds: config.archiveRetentionSeconds,
+          onWarning: (warning) => this.logger.warn(warning),
+        });
         lease = new SessionLease({ clients: redis });
       } catch (err) {
         dispose(); // a failed build leaves no reconnecting clients behind
