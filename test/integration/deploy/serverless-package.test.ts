@@ -416,7 +416,7 @@ describe('Redis reachability (VPC params)', () => {
 });
 
 // cfn-lint with informational checks included. Every remaining finding is in an osls-generated
-// resource and listed, with why, in infra/deploy/README.md ("cfn-lint"); anything else fails.
+// resource and listed, with why, in README.md ("cfn-lint"); anything else fails.
 const KNOWN_GENERATED: { rule: string; path: RegExp }[] = [
   { rule: 'W3005', path: /^Resources\/HttpApiStage\/DependsOn$/ },
   { rule: 'W3005', path: /^Resources\/HttpApiRoute\w+\/DependsOn$/ },
