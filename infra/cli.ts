@@ -1,5 +1,5 @@
 // Operator CLI entry point (`npm run cli -- <command>`); the commands live in infra/cli/
-// (infra/deploy/README.md "Operator CLI"). `keys create --tenant <name>` prints the new key
+// (README.md "Operator CLI"). `keys create --tenant <name>` prints the new key
 // alone on the last line.
 import { run } from './cli/main.js';
 

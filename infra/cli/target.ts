@@ -179,7 +179,7 @@ async function readRedisUrlsParam(name: string, region: string): Promise<string[
     return urls;
   } catch (err) {
     if (err instanceof Error && err.name === 'ParameterNotFound') {
-      throw new CliError(`SSM parameter ${name} not found in ${region} (infra/deploy/README.md "SSM parameters"), or set REDIS_URLS`);
+      throw new CliError(`SSM parameter ${name} not found in ${region} (README.md "SSM parameters"), or set REDIS_URLS`);
     }
     throw err;
   } finally {

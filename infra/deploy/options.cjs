@@ -23,7 +23,7 @@ const INTERFACE_ENDPOINTS = {
 const SECRETS_MANAGER_REFERENCE = '/aws/reference/secretsmanager/';
 
 function fail(message) {
-  throw new Error(`serverless.yml param ${message} (see infra/deploy/README.md)`);
+  throw new Error(`serverless.yml param ${message} (see README.md)`);
 }
 
 function list(value) {

@@ -24,7 +24,7 @@ export const auditForks: Command = {
           ? [`no forks in ${tableName}: every parent has at most one child`]
           : [
               ...forks.map((f) => `FORK: parent ${f.parent.sessionId} (tenant ${f.parent.tenantId}) has ${f.childSessionIds.length} children: ${f.childSessionIds.join(', ')}`),
-              `${forks.length} forked parent${forks.length === 1 ? '' : 's'} in ${tableName} (SPEC I1 broken): see infra/deploy/README.md "Alarms", forks-found`,
+              `${forks.length} forked parent${forks.length === 1 ? '' : 's'} in ${tableName} (SPEC I1 broken): see README.md "Alarms", forks-found`,
             ],
       );
       return forks.length ? EXIT_FORKS_FOUND : EXIT_OK;
