@@ -94,7 +94,7 @@ export function reachableOutputs(outputs: Outputs, from: string, kinds: readonly
   const visit = (path: string) => {
     if (seen.has(path) || !outputs[path]) return;
     seen.add(path);
-    for (const i of outputs[path]!.imports) if (!i.external && kinds.includes(i.kind)) visit(i.path);
+    for (const i of outputs[path].imports) if (!i.external && kinds.includes(i.kind)) visit(i.path);
   };
   visit(from);
   return seen;

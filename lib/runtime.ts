@@ -90,7 +90,7 @@ export class Runtime implements HandlerTelemetry {
   }
 
   config(): Promise<Config> {
-    return this.once('config', async () => loadConfig(this.env));
+    return this.once('config', () => Promise.resolve().then(() => loadConfig(this.env)));
   }
 
   /** The SSM reader, and its client, exist only once a *_SSM_PARAM variable asks for a secret. */

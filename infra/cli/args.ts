@@ -44,7 +44,7 @@ export interface CommandSyntax<O extends OptionSpecs> {
 export function parseCommand<O extends OptionSpecs = Record<never, OptionSpec>>(args: string[], syntax: CommandSyntax<O>): CommandLine<O> {
   let parsed: { values: Record<string, string | boolean | undefined>; positionals: string[] };
   try {
-    parsed = parseArgs({ args, options: { ...COMMON_OPTIONS, ...syntax.options }, allowPositionals: true, strict: true }) as typeof parsed;
+    parsed = parseArgs({ args, options: { ...COMMON_OPTIONS, ...syntax.options }, allowPositionals: true, strict: true });
   } catch (err) {
     throw new UsageError(err instanceof Error ? err.message : String(err), syntax.usage);
   }

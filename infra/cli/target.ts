@@ -91,19 +91,19 @@ function localTarget(flags: TargetFlags, io: CliIo): Target {
   const useFile = !env.TABLE_NAME || env.DYNAMODB_ENDPOINT !== undefined;
   const region = flags.region || env.AWS_REGION || 'us-east-1';
   const noStack = `run \`npm start\` first (it writes ${file}), or pass --stage <stage>`;
-  const table = tableHolder(async () => {
+  const table = tableHolder(() => {
     const tableName = flags.table || env.TABLE_NAME || (useFile ? stack.tableName : undefined);
-    if (!tableName) throw new CliError(`no table: ${noStack}, or set TABLE_NAME`);
-    return { endpoint: env.DYNAMODB_ENDPOINT || (useFile ? stack.dynamodbEndpoint : undefined), tableName, region };
+    if (!tableName) return Promise.reject(new CliError(`no table: ${noStack}, or set TABLE_NAME`));
+    return Promise.resolve({ endpoint: env.DYNAMODB_ENDPOINT || (useFile ? stack.dynamodbEndpoint : undefined), tableName, region });
   });
   return {
     stage: undefined,
     region,
     table: table.get,
-    async redisUrls() {
+    redisUrls() {
       const urls = splitUrls(env.REDIS_URLS) ?? (useFile ? stack.redisUrls : undefined);
-      if (!urls?.length) throw new CliError(`no Redis nodes: ${noStack}, or set REDIS_URLS`);
-      return urls;
+      if (!urls?.length) return Promise.reject(new CliError(`no Redis nodes: ${noStack}, or set REDIS_URLS`));
+      return Promise.resolve(urls);
     },
     stackOutput() {
       return Promise.reject(new CliError('the local stack has no CloudFormation stack: pass --stage <stage>'));

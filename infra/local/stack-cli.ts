@@ -12,6 +12,6 @@ const shutdown = async () => {
   await stack.stop();
   process.exit(0);
 };
-process.on('SIGINT', shutdown);
-process.on('SIGTERM', shutdown);
+process.on('SIGINT', () => void shutdown());
+process.on('SIGTERM', () => void shutdown());
 setInterval(() => undefined, 1 << 30);

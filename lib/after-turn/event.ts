@@ -25,5 +25,5 @@ export function parseAfterTurnBody(body: string): AfterTurnEvent {
   if (!parsed.success) {
     throw new InvalidAfterTurnEventError(parsed.error.issues.map((i) => `${i.path.join('.') || 'body'}: ${i.message}`).join('; '));
   }
-  return parsed.data as AfterTurnEvent;
+  return parsed.data;
 }

@@ -62,13 +62,14 @@ export class NoopAfterTurnPublisher implements AfterTurnPublisher {
   private warned = false;
   constructor(private readonly logger: Logger) {}
 
-  async publish(e: AfterTurnEvent): Promise<void> {
-    if (this.warned) return;
+  publish(e: AfterTurnEvent): Promise<void> {
+    if (this.warned) return Promise.resolve();
     this.warned = true;
     this.logger.warn('after-turn events are dropped: neither AFTER_TURN_QUEUE_URL nor LOCAL_LAMBDA_ENDPOINT is set', {
       tenantId: e.tenantId,
       sessionId: e.sessionId,
     });
+    return Promise.resolve();
   }
 }
 

@@ -10,5 +10,5 @@ export function optionsFor(engine: CompressionEngine, available: CompressOptions
     const value = available[name];
     if (value !== undefined) picked[name] = value;
   }
-  return picked as CompressOptions;
+  return picked;
 }

@@ -57,7 +57,7 @@ function asError(err: unknown): Error {
 function voteOf(reply: unknown): NodeVote {
   if (reply === null) return { kind: 'for' };
   if (typeof reply === 'string') return { kind: 'locked', holder: reply };
-  return { kind: 'error', error: new Error(`unexpected SET reply ${String(reply)}`) };
+  return { kind: 'error', error: new Error(`unexpected SET reply ${JSON.stringify(reply)}`) };
 }
 
 /**

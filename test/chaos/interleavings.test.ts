@@ -71,7 +71,7 @@ describe('randomised interleavings', () => {
           ...s.contenders.map(async (c, i) => {
             await sleep(c.startDelay);
             const seen: string[] = [];
-            const engine = fixedEngine({ onCall: (m) => seen.push(...m.map((x) => String(x.content))), hold: () => sleep(c.engineDelay) });
+            const engine = fixedEngine({ onCall: (m) => seen.push(...m.map((x) => x.content as string)), hold: () => sleep(c.engineDelay) });
             const commitFence = new CommitFence();
             let cancelledBeforeCommit: boolean | undefined;
             if (c.cancelAfter !== undefined) {
@@ -110,7 +110,7 @@ describe('randomised interleavings', () => {
         expect(held).toBeNull(); // I3
 
         const tip = await liveTip(coord.store, ref);
-        const live = new Set((await coord.store.readAll(tip)).map((m) => String(m.content)));
+        const live = new Set((await coord.store.readAll(tip)).map((m) => m.content as string));
         const lost = appended.filter((a) => !live.has(a) && !summarized.has(a));
         expect(lost).toEqual([]); // I4
       }),

@@ -69,7 +69,7 @@ export class RoundTrips {
           command.promise.then(done, done);
         }
         return result;
-      }) as Redis['sendCommand'];
+      });
       this.undo.push(() => {
         client.sendCommand = original;
       });

@@ -27,7 +27,7 @@ import {
   StoreRetryableError,
 } from '../errors.js';
 import { toSessionRecord, withDefaults, type MessageItem, type MetaItem, type StoredMeta } from './items.js';
-import type { AttemptRecord, BegunAttempt, CommitInput, InPlaceCommitted, RotationCommitted, StoreTask } from '../types.js';
+import type { AttemptRecord, BegunAttempt, CommitInput, InPlaceCommitted, RotationCommitted } from '../types.js';
 import { ATTEMPT_ATTRS, type Attempts } from './attempts.js';
 import { messageSk, metaKey, rotationShardOf, sessionPk } from './keys.js';
 import { liveTipOf } from './links.js';
@@ -372,7 +372,7 @@ function metaFromBegun(begun: BegunAttempt): MetaItem {
     tokenEstimate: s.tokenEstimate,
     attempt: begun.attempt,
     version: begun.version,
-  }) as MetaItem;
+  });
 }
 
 function toMetaItem(attributes: Record<string, unknown> | undefined): MetaItem {

@@ -1,7 +1,6 @@
 // The afterTurn Lambda handler, invoked with real SQS-shaped events, against DynamoDB Local
 // and the Redis nodes of the global setup (SPEC F3, C13).
 import { randomUUID } from 'node:crypto';
-import type { SQSBatchResponse } from 'aws-lambda';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createAfterTurnHandler } from '../../../functions/after-turn.js';
 import type { AfterTurnConsumer } from '../../../lib/after-turn/consumer.js';
@@ -30,7 +29,7 @@ afterAll(() => h.close());
 
 function invoke(consumer: AfterTurnConsumer, records: { messageId: string; body: string }[], remainingMs?: number) {
   const handler = createAfterTurnHandler(async () => ({ consumer }));
-  return handler(sqsShapedEvent(records), lambdaContext(remainingMs)) as Promise<SQSBatchResponse>;
+  return handler(sqsShapedEvent(records), lambdaContext(remainingMs));
 }
 
 async function snapshot(ref: SessionRef) {

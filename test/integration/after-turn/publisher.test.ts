@@ -43,7 +43,7 @@ async function fakeInvokeApi(status: number): Promise<{ endpoint: string; seen: 
     });
   });
   await new Promise<void>((r) => server!.listen(0, '127.0.0.1', r));
-  return { endpoint: `http://127.0.0.1:${(server!.address() as AddressInfo).port}`, seen };
+  return { endpoint: `http://127.0.0.1:${(server.address() as AddressInfo).port}`, seen };
 }
 
 describe('after-turn publisher (SPEC F3)', () => {

@@ -5,7 +5,6 @@ import { describe, expect, it } from 'vitest';
 import { compactSession } from '../../../lib/compaction/index.js';
 import type { AttemptRefresher, CompactionDeps, RefresherFactory } from '../../../lib/compaction/types.js';
 import type { CompressionEngine } from '../../../lib/compressors/types.js';
-import { SessionLease } from '../../../lib/lease/index.js';
 import type { LineageStore } from '../../../lib/lineage/types.js';
 import { sessionKey, type SessionRef } from '../../../lib/session-ref.js';
 import {

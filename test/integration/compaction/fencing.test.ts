@@ -246,7 +246,7 @@ describe('human anchor in a committed compaction', () => {
     expect(out.outcome).toBe('compressed');
     const roles = compressedItems(out).map((m) => m.role);
     expect(roles.some((r, i) => r === 'user' && roles[i + 1] === 'user')).toBe(false);
-    const human = compressedItems(out).find((m) => String(m.content).startsWith('the actual human objective'));
+    const human = compressedItems(out).find((m) => (m.content as string).startsWith('the actual human objective'));
     expect(human?.role).toBe('user');
     expect(human?.synthetic).toBeUndefined();
   });

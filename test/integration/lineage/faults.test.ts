@@ -150,7 +150,7 @@ describe('lost commit responses', () => {
       },
       { step: 'deserialize', name: 'commitThen500' },
     );
-    const out = await store.appendItems(ref, { prepare: (s) => ({ items: msgs(3, 4), tokenEstimates: [1, 1] }) });
+    const out = await store.appendItems(ref, { prepare: () => ({ items: msgs(3, 4), tokenEstimates: [1, 1] }) });
     expect(state.lost).toBe(1);
     expect(out).toMatchObject({ replayed: false, appended: 2 });
     expect(await store.readAll(ref)).toEqual(msgs(1, 4));
@@ -303,7 +303,7 @@ describe('sustained appends (issue 11: a seal bounds the commit)', () => {
     const final = await makeStore().readAll(ref);
     // Appends that beat the seal are in the carried tail; the one held back by the seal landed after the flip.
     expect(final.slice(0, out.items.length)).toEqual(out.items);
-    expect(final.filter((m) => String(m.content).startsWith('message 1')).map((m) => m.content).sort()).toEqual(
+    expect(final.filter((m) => (m.content as string).startsWith('message 1')).map((m) => m.content).sort()).toEqual(
       state.landed.map((n) => `message ${n}`).sort(),
     );
   });

@@ -6,7 +6,7 @@ import { randomUUID } from 'node:crypto';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import type { APIGatewayProxyStructuredResultV2, Context, SQSBatchResponse } from 'aws-lambda';
+import type { Context } from 'aws-lambda';
 import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
 import { ensureTable } from '../../../infra/table.js';
 import { sqsShapedEvent } from '../../../lib/after-turn/local-invoke.js';
@@ -17,7 +17,6 @@ import { ConfigError } from '../../../lib/config.js';
 import { afterTurnDeps, afterTurnPublisher, compaction, httpDeps, Runtime, sweepDeps, type RuntimeOptions } from '../../../lib/runtime.js';
 import { readCompactionEvents } from '../../../lib/events/index.js';
 import { asIs } from '../../../lib/lineage/prepare.js';
-import type { SweepResult } from '../../../lib/sweep/run-sweep.js';
 
 const tableName = `runtime-${randomUUID().slice(0, 8)}`;
 const direct = createDynamoClient({ endpoint: process.env.DYNAMODB_ENDPOINT });
@@ -176,16 +175,16 @@ describe('the exported handlers answer through the container runtime', () => {
     const afterTurn = (await import('../../../functions/after-turn.js')).handler;
     const sweep = (await import('../../../functions/sweep.js')).handler;
 
-    const created = (await http(request('POST', '/sessions', { source: 'runtime-test' }) as never, context)) as APIGatewayProxyStructuredResultV2;
+    const created = (await http(request('POST', '/sessions', { source: 'runtime-test' }) as never, context));
     expect(created.statusCode).toBe(201);
     const sessionId = (JSON.parse(created.body!) as { session: { sessionId: string } }).session.sessionId;
-    const read = (await http(request('GET', `/sessions/${sessionId}`) as never, context)) as APIGatewayProxyStructuredResultV2;
+    const read = (await http(request('GET', `/sessions/${sessionId}`) as never, context));
     expect(read.statusCode).toBe(200);
 
     const event = sqsShapedEvent([{ messageId: randomUUID(), body: JSON.stringify({ tenantId, sessionId, origin: 'turn' }) }]);
-    expect((await afterTurn(event, context)) as SQSBatchResponse).toEqual({ batchItemFailures: [] });
+    expect((await afterTurn(event, context))).toEqual({ batchItemFailures: [] });
 
-    const { value, lines } = await logLines(async () => (await sweep({}, context)) as SweepResult);
+    const { value, lines } = await logLines(async () => (await sweep({}, context)));
     expect(value).toMatchObject({ forksFound: 0, cleanupFailures: 0 });
     expect(lines.find((l) => l.message === 'sweep finished')).toMatchObject({ service: 'session-lineage' });
   });

@@ -9,7 +9,6 @@ import { createSweepHandler } from '../../../functions/sweep.js';
 import { DynamoLineageStore } from '../../../lib/lineage/dynamo/store.js';
 import { asIs } from '../../../lib/lineage/prepare.js';
 import type { SessionRef } from '../../../lib/session-ref.js';
-import type { SweepResult } from '../../../lib/sweep/run-sweep.js';
 import { forgeChild, killedRotation, transcript } from './killed-invocation.js';
 import { infraTable, storeOnOwnTable } from './own-table.js';
 
@@ -68,7 +67,7 @@ describe('sweep handler (SPEC S1, S2)', () => {
     const logger = new Logger({ serviceName: 'sweep-test' });
     const metrics = new Metrics({ serviceName: 'sweep-test', namespace: 'SessionLineageTest' });
     const handler = createSweepHandler(async () => ({ store }), { logger, metrics });
-    const { value, lines } = await capturingOutput(() => handler({}, context) as Promise<SweepResult>);
+    const { value, lines } = await capturingOutput(() => handler({}, context));
 
     expect(value).toMatchObject({ expiredAttemptsCleaned: 1, orphanMessagesRemoved: killed.orphanMessages, forksFound: 1 });
     const emf = lines.find((l) => '_aws' in l);
@@ -86,7 +85,7 @@ describe('sweep handler (SPEC S1, S2)', () => {
     const logger = new Logger({ serviceName: 'sweep-test' });
     const metrics = new Metrics({ serviceName: 'sweep-test', namespace: 'SessionLineageTest' });
     const handler = createSweepHandler(async () => ({ store: new DynamoLineageStore({ client: ddb, tableName: own }) }), { logger, metrics });
-    const { value, lines } = await capturingOutput(() => handler({}, context) as Promise<SweepResult>);
+    const { value, lines } = await capturingOutput(() => handler({}, context));
     expect(value).toMatchObject({ expiredAttemptsCleaned: 0, orphanMessagesRemoved: 0, forksFound: 0 });
     expect(lines.find((l) => '_aws' in l)).toMatchObject({ ExpiredAttemptsCleaned: 0, OrphansRemoved: 0, ForksFound: 0 });
     expect(lines.find((l) => l.message === 'sweep finished')).toMatchObject({ level: 'INFO', forksFound: 0 });

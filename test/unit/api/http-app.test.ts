@@ -393,7 +393,7 @@ describe('HTTP API error mapping', () => {
     const { d } = deps({
       deleteSession: vi.fn(async () => undefined),
       popLast: vi.fn(async () => ({ session, removed: { role: 'user', content: 'gone' } })),
-    } as never);
+    });
     const del = await handleHttpRequest(event('DELETE', '/sessions/s1'), d, { requestId: 'r' });
     expect(del.statusCode).toBe(204);
     expect(del.body).toBeUndefined();
