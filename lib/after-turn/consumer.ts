@@ -1,7 +1,7 @@
 // One SQS batch of after-turn events: parse, decide whether compaction is due, compact at most
 // once per messageId, and say which records failed (ReportBatchItemFailures). No AWS event types.
 import { IdempotencyAlreadyInProgressError } from '@aws-lambda-powertools/idempotency';
-import type { CompactionLogger } from '../compaction/types.js';
+import { silentLogger, type Logger } from '../logger.js';
 import { StoreRetryableError } from '../lineage/errors.js';
 import { AfterTurnRetryableError, InvalidAfterTurnEventError } from './errors.js';
 import { parseAfterTurnBody } from './event.js';
@@ -14,7 +14,7 @@ import type { SessionRecord } from '../lineage/types.js';
 export interface AfterTurnConsumerDeps extends AfterTurnDeps {
   persistence: PersistenceFor;
   idempotencyTtlSeconds: number;
-  logger?: CompactionLogger;
+  logger?: Logger;
   /** Records not started when less time than this remains; they are redelivered. Default 10 s. */
   minRemainingMsToStart?: number;
 }
@@ -33,7 +33,6 @@ export interface BatchReport {
   records: RecordReport[];
 }
 
-const silent: CompactionLogger = { info: () => undefined, warn: () => undefined, error: () => undefined };
 
 type Payload = { messageId: string; event: AfterTurnEvent; holder: string; session: SessionRecord };
 
@@ -41,7 +40,7 @@ export class AfterTurnConsumer {
   constructor(private readonly deps: AfterTurnConsumerDeps) {}
 
   async processBatch(messages: readonly QueueMessage[], inv: Invocation): Promise<BatchReport> {
-    const log = this.deps.logger ?? silent;
+    const log = this.deps.logger ?? silentLogger;
     const ran = new Set<string>();
     const run = idempotentPerMessage(
       async (p: Payload) => {
@@ -77,7 +76,7 @@ export class AfterTurnConsumer {
     return { failedMessageIds: records.filter((r) => !r.ok).map((r) => r.messageId), records };
   }
 
-  private failure(messageId: string, err: unknown, log: CompactionLogger): RecordReport {
+  private failure(messageId: string, err: unknown, log: Logger): RecordReport {
     const e = err instanceof Error ? err : new Error(String(err));
     const retryable =
       err instanceof AfterTurnRetryableError ||

@@ -7,6 +7,7 @@ import { decodeCursor, encodeCursor } from '../lineage/cursor.js';
 import { MAX_PAGE_BYTES } from '../lineage/limits.js';
 import { withEstimates } from '../lineage/prepare.js';
 import type { IdempotencyInput, LineageStore, SessionRecord, StoredResponse } from '../lineage/types.js';
+import type { Logger } from '../logger.js';
 import type { SessionRef } from '../session-ref.js';
 import { HttpError, invalidField, leaseUnavailable, notFound } from './errors.js';
 import {
@@ -20,12 +21,6 @@ import {
 } from './schemas.js';
 import { outcomeView, sessionView } from './views.js';
 
-export interface ApiLogger {
-  info(message: string, ...extra: unknown[]): void;
-  warn(message: string, ...extra: unknown[]): void;
-  error(message: string, ...extra: unknown[]): void;
-}
-
 /** Structurally the after-turn publisher of lib/after-turn/publisher.ts. */
 export interface TurnEventPublisher {
   publish(e: { tenantId: string; sessionId: string; origin: CompactionOrigin; correlationId?: string }): Promise<void>;
@@ -35,7 +30,7 @@ export interface RouteDeps {
   store: LineageStore;
   compact(req: CompactRequest): Promise<CompactionOutcome>;
   publisher: TurnEventPublisher;
-  logger: ApiLogger;
+  logger: Logger;
   /** After-turn events are published only once a session's token estimate passes this (F3); unset: always. */
   publishAboveTokens?: number;
 }

@@ -7,7 +7,8 @@ import type { Lease, LeaseApi } from '../lease/index.js';
 import type { AttemptRecord, LineageStore } from '../lineage/types.js';
 import type { SessionRef } from '../session-ref.js';
 import type { ActivityHeartbeat } from './heartbeat.js';
-import { ACTIVITY_LABELS, type AttemptRefresher, type CompactionLogger } from './types.js';
+import type { Logger } from '../logger.js';
+import { ACTIVITY_LABELS, type AttemptRefresher } from './types.js';
 
 export function errorText(err: unknown): string {
   return err instanceof Error ? `${err.name}: ${err.message}` : String(err);
@@ -22,7 +23,7 @@ export class AttemptScope {
 
   constructor(
     readonly lease: Lease,
-    private readonly deps: { lease: LeaseApi; store: LineageStore; log: CompactionLogger },
+    private readonly deps: { lease: LeaseApi; store: LineageStore; log: Logger },
     private readonly ref: SessionRef,
   ) {}
 

@@ -6,7 +6,6 @@
 // update that issues the fence, records the attempt and marks "started"; the transcript read,
 // with the L6 ownership check (a token-checked extend) running beside it; the commit
 // transaction, which also marks "completed"; one Redis round to release.
-import { Logger } from '@aws-lambda-powertools/logger';
 import { adapterFor } from '../items/adapters.js';
 import { estimateItemTokens, loadTokenCounter } from '../items/tokens.js';
 import type { Item } from '../items/types.js';
@@ -19,6 +18,7 @@ import {
   StaleSnapshotError,
 } from '../lineage/errors.js';
 import type { BegunAttempt } from '../lineage/types.js';
+import { silentLogger } from '../logger.js';
 import { sessionKey } from '../session-ref.js';
 import { AttemptScope, errorText } from './attempt-scope.js';
 import { CommitFence } from './commit-fence.js';
@@ -29,7 +29,6 @@ import { noopReason } from './result-check.js';
 import {
   ACTIVITY_LABELS,
   type CompactionDeps,
-  type CompactionLogger,
   type CompactionOutcome,
   type CompactRequest,
   type NoopReason,
@@ -38,12 +37,6 @@ import {
 
 export const DEFAULT_LEASE_TTL_MS = 30_000;
 export const DEFAULT_COMMIT_SAFETY_MARGIN_MS = 5_000;
-
-let defaultLogger: CompactionLogger | undefined;
-function fallbackLogger(): CompactionLogger {
-  defaultLogger ??= new Logger({ serviceName: 'session-lineage', logLevel: 'WARN' });
-  return defaultLogger;
-}
 
 /**
  * Runs one attempt. Returns an outcome for every rule-defined ending; throws only for errors
@@ -57,7 +50,7 @@ export async function compactSession(
 ): Promise<CompactionOutcome> {
   const { lease: leaseApi, store, engine } = deps;
   const ref = req.ref;
-  const log = deps.logger ?? fallbackLogger();
+  const log = deps.logger ?? silentLogger;
   const now = deps.now ?? Date.now;
   const ttlMs = deps.leaseTtlMs ?? DEFAULT_LEASE_TTL_MS;
   const marginMs = deps.commitSafetyMarginMs ?? DEFAULT_COMMIT_SAFETY_MARGIN_MS;

@@ -2,6 +2,7 @@
 import type { CompressionEngine } from '../compressors/types.js';
 import type { LeaseApi } from '../lease/index.js';
 import type { Item } from '../items/types.js';
+import type { Logger } from '../logger.js';
 import type { LineageStore, StoreTask } from '../lineage/types.js';
 import type { SessionRef } from '../session-ref.js';
 
@@ -71,12 +72,6 @@ export const ACTIVITY_LABELS = {
   failed: 'compaction failed',
 } as const;
 
-/** Minimal logger surface the attempt needs (Powertools Logger satisfies it). */
-export interface CompactionLogger {
-  info(message: string, ...extra: unknown[]): void;
-  warn(message: string, ...extra: unknown[]): void;
-  error(message: string, ...extra: unknown[]): void;
-}
 
 /** What the attempt needs from a lease refresher (LeaseRefresher satisfies it; SPEC L5). */
 export interface AttemptRefresher {
@@ -111,7 +106,8 @@ export interface CompactionDeps {
   commitSafetyMarginMs?: number;
   /** Called for every warning as it arises (C12). If it throws, the attempt stops there: no commit, the error propagates, the lease is released. */
   onWarning?: (w: string) => void;
-  logger?: CompactionLogger;
+  /** Where the attempt's warnings go (Powertools Logger satisfies it); default: nowhere. */
+  logger?: Logger;
   /** Builds the lease refresher; tests inject faulty ones. Default `new LeaseRefresher(opts)`. */
   createRefresher?: RefresherFactory;
   now?: () => number;

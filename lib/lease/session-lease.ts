@@ -24,6 +24,8 @@ import type { AcquireResult, Lease, RefreshResult, ReleaseResult } from './types
 
 export const DEFAULT_LEASE_KEY_PREFIX = 'lease:session:';
 const DEFAULT_DRIFT_FACTOR = 0.01;
+/** How long a lost round waits for its remaining replies before answering (they normally arrive within a millisecond). */
+const LATE_VOTE_WAIT_MS = 50;
 
 // Delete only if the key still holds our token: one node's share of a token-checked release.
 const DELETE_IF_OURS = "if redis.call('get', KEYS[1]) == ARGV[1] then return redis.call('del', KEYS[1]) else return 0 end";
@@ -127,19 +129,25 @@ export class SessionLease implements LeaseApi {
 
   /**
    * Undoes our SET where a node stored it, and only there (P2: a clean loss costs no second round).
-   * Votes still outstanding are undone when they arrive, without holding up the answer.
+   * The round's other replies are usually a moment behind the decision: they are waited for
+   * briefly, so a node that said OK is undone before we answer; a node slower than that (hung,
+   * partitioned) is undone whenever its reply arrives, without holding up the answer.
    */
   private async undoMinority(
     key: string,
     token: string,
-    votes: readonly (NodeVote | undefined)[],
+    decided: readonly (NodeVote | undefined)[],
     settled: Promise<NodeVote[]>,
   ): Promise<void> {
+    let timer: NodeJS.Timeout | undefined;
+    const brief = new Promise<undefined>((resolve) => {
+      timer = setTimeout(() => resolve(undefined), LATE_VOTE_WAIT_MS);
+    });
+    const all = await Promise.race([settled, brief]).finally(() => clearTimeout(timer));
+    const votes = all ?? decided;
     const undo = (i: number) => this.clients[i]!.eval(DELETE_IF_OURS, 1, key, token).catch(() => undefined);
     await Promise.all(votes.flatMap((v, i) => (v?.kind === 'for' ? [undo(i)] : [])));
-    if (votes.some((v) => v === undefined)) {
-      void settled.then((all) => all.forEach((v, i) => votes[i] === undefined && v.kind === 'for' && void undo(i)));
-    }
+    if (!all) void settled.then((late) => late.forEach((v, i) => votes[i] === undefined && v.kind === 'for' && void undo(i)));
   }
 
   async refresh(lease: Lease, ttlMs: number = lease.ttlMs): Promise<RefreshResult> {

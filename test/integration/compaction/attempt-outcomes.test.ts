@@ -130,6 +130,27 @@ describe('compactSession outcomes', () => {
     }
   });
 
+  it('L4: the acquire majority, end to end: a foreign key on one of three nodes still compacts; on two it is locked', async () => {
+    const key = `lease:session:${sessionKey({ tenantId: 'x', sessionId: 'y' })}`.replace('x/y', '');
+    const one = await seedSession(c.store);
+    await c.redis[0]!.set(`${key}${sessionKey(one)}`, 'ghost#1', 'PX', 10_000);
+    const won = await compactSession(deps(), { ref: one, mode: 'rotate', origin: 'turn', holder: 'majority' });
+    expect(won.outcome).toBe('compressed');
+    // The ghost on node 0 is untouched (never ours), and our token is gone from the others after release.
+    expect(await c.redis[0]!.get(`${key}${sessionKey(one)}`)).toBe('ghost#1');
+    expect(await c.redis[1]!.get(`${key}${sessionKey(one)}`)).toBeNull();
+
+    const two = await seedSession(c.store);
+    await Promise.all([c.redis[0]!, c.redis[1]!].map((r) => r.set(`${key}${sessionKey(two)}`, 'ghost#2', 'PX', 10_000)));
+    const engine = testEngine();
+    const lost = await compactSession(deps(engine), { ref: two, mode: 'rotate', origin: 'turn', holder: 'minority' });
+    expect(lost).toMatchObject({ outcome: 'skipped', reason: 'locked', holder: 'ghost#2' });
+    expect(engine.calls).toHaveLength(0);
+    // Our SET landed on node 2 only and was undone there.
+    expect(await c.redis[2]!.get(`${key}${sessionKey(two)}`)).toBeNull();
+    expect(await c.store.children(two)).toEqual([]);
+  });
+
   it('C4: an attempt on an already rotated parent adopts the live child and never compacts again', async () => {
     const ref = await seedSession(c.store);
     const first = await compactSession(deps(), { ref, mode: 'rotate', origin: 'turn', holder: 'fn-a' });

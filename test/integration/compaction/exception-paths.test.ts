@@ -163,7 +163,7 @@ describe('exception paths release the lease and stop the refresher', () => {
   it('I3: a release that throws is logged, not thrown; a successful attempt still reports its commit', async () => {
     const ref = await seedSession(c.store);
     const errors: string[] = [];
-    const logger = { info: () => undefined, warn: () => undefined, error: (m: string) => void errors.push(m) };
+    const logger = { debug: () => undefined, info: () => undefined, warn: () => undefined, error: (m: string) => void errors.push(m) };
     const lease = withOverrides(c.lease, {
       release: async (l: Parameters<typeof c.lease.release>[0]) => {
         await c.lease.release(l); // the real, token-checked release still happens first
@@ -183,7 +183,7 @@ describe('exception paths release the lease and stop the refresher', () => {
         throw new Error('abandon boom');
       },
     });
-    const logger = { info: () => undefined, warn: () => undefined, error: () => undefined };
+    const logger = { debug: () => undefined, info: () => undefined, warn: () => undefined, error: () => undefined };
     const engine = testEngine(() => {
       throw new Error('engine boom');
     });

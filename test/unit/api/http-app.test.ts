@@ -64,7 +64,7 @@ function deps(over: Partial<LineageStore> = {}, compact?: (o: unknown) => Promis
     readTail: vi.fn(async () => ({ session, items: [{ role: 'user', content: 'z' }] })),
     ...over,
   } as unknown as LineageStore;
-  const logger = { info: vi.fn(), warn: vi.fn(), error: vi.fn() };
+  const logger = { debug: vi.fn(), info: vi.fn(), warn: vi.fn(), error: vi.fn() };
   const publisher = { publish: vi.fn(async () => undefined) };
   const d: ApiDeps = {
     store,
