@@ -27,7 +27,9 @@ export const METADATA_MAX_KEY_CHARS = 256;
 export const createSessionBody = z.strictObject({
   format: z._default(z.enum(ITEM_FORMATS as ['chat', 'responses']), 'chat'),
   source: z.optional(z.string().check(z.minLength(1), z.maxLength(200))),
-  metadata: z.optional(z.record(z.string(), z.unknown())),
+  // Checked, not rebuilt: z.record copies by assignment, and `copy["__proto__"] = v` sets a
+  // prototype instead of a key, dropping it. The client's own object is what gets stored.
+  metadata: z.optional(z.custom<Record<string, unknown>>((v) => typeof v === 'object' && v !== null && !Array.isArray(v), 'must be a JSON object')),
 });
 
 export const appendBody = z.strictObject({

@@ -221,9 +221,19 @@ export class Sessions {
             ref,
             {
               update: `ADD #messageCount :minus, #tokenEstimate :tok, #version :one${stale ? ' SET #attempt.#stale = :true' : ''}`,
-              condition: `${WRITABLE} AND ${UNSEALED} AND ${versionCondition(meta)}`,
+              // Marking needs the attempt still there: ending one (Attempts.clear) does not move the
+              // version, and SET on a removed map's member is refused outright (a 500, not a retry).
+              condition: `${WRITABLE} AND ${UNSEALED} AND ${versionCondition(meta)}${stale ? ' AND #attempt.#attemptId = :aid' : ''}`,
             },
-            { ':minus': -1, ':tok': -tokens, ':one': 1, ':true': true, ':now': this.table.now(), ':v': meta.version },
+            {
+              ':minus': -1,
+              ':tok': -tokens,
+              ':one': 1,
+              ':true': true,
+              ':now': this.table.now(),
+              ':v': meta.version,
+              ...(stale ? { ':aid': meta.attempt!.attemptId } : {}),
+            },
           ),
           { Delete: { TableName: this.table.name, Key: { pk: last.pk, sk: last.sk }, ConditionExpression: 'attribute_exists(pk)' } },
         ]);
