@@ -10,7 +10,7 @@ import {
   LineageNetworkError,
   type Item,
 } from '../../../lib/client/index.js';
-import { startFaultProxy, type FaultProxy, type SeenRequest } from '../../support/client/fault-proxy.js';
+import { startFaultProxy, type FaultProxy, type ProxyAction, type SeenRequest } from '../../support/client/fault-proxy.js';
 import { startLocalService, type LocalService } from '../../support/local-service.js';
 
 let service: LocalService;
@@ -191,7 +191,7 @@ describe('gateways and timeouts', () => {
   it('a read that times out is retried; a read the gateway keeps failing ends in the typed 5xx', async () => {
     const id = await sessionWith(1);
     let held = false;
-    proxy.setRule(async (r) => {
+    proxy.setRule(async (r): Promise<ProxyAction> => {
       if (r.method === 'GET' && !held) {
         held = true;
         await new Promise((res) => setTimeout(res, 1500));
