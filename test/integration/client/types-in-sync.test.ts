@@ -10,6 +10,7 @@ import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 import { build } from 'esbuild';
 import { describe, expect, it } from 'vitest';
+import { benchClientBundle } from '../../../bench/client-bench.js';
 import { MAX_ITEMS_PER_APPEND, MAX_TAIL } from '../../../lib/client/index.js';
 
 const run = promisify(execFile);
@@ -67,5 +68,13 @@ describe('package export ./client', () => {
     } finally {
       rmSync(dir, { recursive: true, force: true });
     }
+  });
+});
+
+describe('client size', () => {
+  it('stays under 30 KiB minified without the Agents SDK (the bench goal client-bundle-kb)', async () => {
+    const r = await benchClientBundle();
+    expect(r.goal).toMatchObject({ id: 'client-bundle-kb', target: 30, unit: 'KiB', met: true });
+    expect(r.inputs.some((i) => i.path.includes('@openai/agents-core'))).toBe(false);
   });
 });
