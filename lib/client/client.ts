@@ -1,6 +1,6 @@
 // Typed client for the whole HTTP API (functions/openapi.json). Paths, parameters and bodies
 // are typed by openapi-fetch from the generated openapi-types.ts; transport.ts adds timeouts,
-// retries and typed errors. Needs nothing but `fetch` (Node 20+, Lambda, browsers).
+// retries and typed errors. Needs nothing but `fetch` (Node 20+, Lambda).
 import createClient, { type Client } from 'openapi-fetch';
 import { CursorStaleError, LineageError, NotFoundError, SessionEndedError } from './errors.js';
 import type { paths } from './openapi-types.js';
