@@ -93,12 +93,15 @@ export class LineageSession implements OpenAIResponsesCompactionAwareSession {
     let id = await this.#known();
     for (let hop = 0; ; hop++) {
       const [items, session] = await Promise.all([this.#read(id, limit), this.#client.getSession(id)]);
-      if (isLive(session) || hop >= this.#maxFollows) {
+      // An ended session with no successor is the conversation's last: its transcript is the answer.
+      const tip = isLive(session) ? id : await this.#followLineage(id);
+      if (tip === id) {
         // A tail the service shortened to fit one response: page through instead.
         const short = limit !== undefined && limit <= MAX_TAIL && items.length < limit && session.messageCount > items.length;
         return (short ? (await this.#client.readAll(id)).slice(-limit) : items) as AgentInputItem[];
       }
-      id = await this.#followLineage(id);
+      if (hop >= this.#maxFollows) throw new LineageError(`session ${id}: still rotating after ${hop + 1} hops`);
+      id = tip;
     }
   }
 

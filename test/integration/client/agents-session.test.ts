@@ -90,6 +90,27 @@ describe('LineageSession: the Session methods', () => {
     expect(await other.readAll(s.currentSessionId!)).toEqual(items);
   });
 
+  it('A3/F1: addItems also splits by size, so no append goes over the 1 MiB body limit', async () => {
+    const { client, seen } = recording();
+    const s = new LineageSession({ client });
+    await s.getSessionId();
+    seen.length = 0;
+    const items = Array.from({ length: 120 }, (_, i) => message(i % 2 ? 'assistant' : 'user', `big ${i} ${'x'.repeat(20_000)}`));
+    await s.addItems(items);
+    expect(seen.filter((r) => r.method === 'POST')).toHaveLength(3);
+    expect(await other.readAll(s.currentSessionId!)).toEqual(items);
+  });
+
+  it('A5: getItems(1000) of items too big for one response still answers the latest 1000', async () => {
+    const s = new LineageSession({ client: other });
+    const items = Array.from({ length: 1100 }, (_, i) => message(i % 2 ? 'assistant' : 'user', `item ${i} ${'y'.repeat(5000)}`));
+    await s.addItems(items);
+    // The service's own tail is cut at 4.5 MB...
+    expect((await other.tail(s.currentSessionId!, 1000)).length).toBeLessThan(1000);
+    // ...and the session pages to complete it.
+    expect(await s.getItems(1000)).toEqual(items.slice(-1000));
+  }, 120_000);
+
   it('A3: when the network dies between two appends of one addItems, the session holds the first whole, nothing of the second', async () => {
     let posts = 0;
     const { client, seen } = recording((r) => r.method === 'POST' && r.path.endsWith('/messages') && ++posts > 1);
