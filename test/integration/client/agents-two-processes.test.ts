@@ -33,7 +33,7 @@ function canonical(v: unknown): string {
 type Added = Extract<ChildLine, { kind: 'added' }> & { writer: string };
 
 describe('LineageSession in two processes', () => {
-  it('I1/I4/A3/A6: agent turns in one process, rotate then in-place compaction in another: a linear chain, every item once, one tip', async () => {
+  it('I1/I4/A3: agent turns in one process, rotate then in-place compaction in another: a linear chain, every item once, one tip', async () => {
     const tenant = `two-${randomUUID().slice(0, 8)}`;
     const apiKey = await service.createApiKey(tenant);
     const client = new LineageClient({ baseUrl: service.baseUrl, apiKey });
@@ -45,7 +45,10 @@ describe('LineageSession in two processes', () => {
       const agent = startLineageChild({ ...common, ROLE: 'agent', TAG: 'A', TURNS: '10' });
       const compactor = startLineageChild({ ...common, ROLE: 'compactor', TAG: 'B', ROTATE_AT: '8', IN_PLACE_AFTER: '8' });
       children.push(agent, compactor);
-      await Promise.all([agent.next('done', 180_000), compactor.next('done', 180_000)]);
+      // The agent goes on until two turns after the compactor is done, so both compactions fall inside its turns.
+      await compactor.next('done', 180_000);
+      agent.send('finish');
+      await agent.next('done', 180_000);
       for (const c of children) c.send('report');
       const reports = await Promise.all(children.map((c) => c.next('report')));
       expect(await Promise.all(children.map((c) => c.exited))).toEqual([0, 0]);
@@ -82,7 +85,7 @@ describe('LineageSession in two processes', () => {
       // Tool calls went through the service: every call has its result in what the agent added.
       const agentItems = agentAdds.flatMap((a) => a.items) as Record<string, unknown>[];
       const calls = agentItems.filter((i) => i.type === 'function_call').map((i) => i.callId);
-      expect(calls).toHaveLength(10);
+      expect(calls.length).toBeGreaterThanOrEqual(10);
       expect(agentItems.filter((i) => i.type === 'function_call_result').map((i) => i.callId)).toEqual(calls);
 
       const parentItems = (await client.readAll(root)).map(canonical);

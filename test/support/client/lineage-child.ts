@@ -1,6 +1,8 @@
 // Child process of the two-process Agents SDK test: one LineageSession on a shared
 // conversation, in its own process.
-//   ROLE=agent      runs TURNS agent turns (a tool call each) through the SDK Runner
+//   ROLE=agent      runs agent turns (a tool call each) through the SDK Runner: at least
+//                   TURNS, and on until two turns after the line "finish" arrived on stdin
+//                   (the test sends it once the compactor is done), at most 40
 //   ROLE=compactor  rotates once the conversation holds ROTATE_AT items, then compacts in
 //                   place once the live session has grown by IN_PLACE_AFTER items, adding a
 //                   note of its own after each compaction
@@ -28,6 +30,17 @@ const env = (name: string): string => {
 };
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
+/** Lines heard on stdin ("finish", "report"). */
+const heard = new Set<string>();
+const listeners: (() => void)[] = [];
+createInterface({ input: process.stdin }).on('line', (line) => {
+  heard.add(line.trim());
+  listeners.splice(0).forEach((l) => l());
+});
+async function until(word: string): Promise<void> {
+  while (!heard.has(word)) await new Promise<void>((r) => listeners.push(r));
+}
+
 /** Records every append: the items, the session they landed on, and when the call ran. */
 class RecordingSession extends LineageSession {
   landed: string[] = [];
@@ -54,11 +67,14 @@ function session(client: LineageClient): RecordingSession {
 }
 
 async function agent(s: RecordingSession, tag: string): Promise<void> {
-  const turns = Number(env('TURNS'));
+  const minTurns = Number(env('TURNS'));
   const agent = createOpsAgent();
   const runner = createRunner();
-  for (let i = 1; i <= turns; i++) {
+  let afterFinish = 0;
+  for (let i = 1; i <= 40; i++) {
     await runner.run(agent, question(`${tag}${i}`, SERVICES[i % SERVICES.length]!), { session: s });
+    if (heard.has('finish')) afterFinish++;
+    if (afterFinish >= 2 && i >= minTurns) return;
   }
 }
 
@@ -93,9 +109,7 @@ async function main(): Promise<void> {
   else throw new Error(`unknown ROLE ${process.env.ROLE}`);
   emit({ kind: 'done' });
   // Asked only once every process is done, so all of them answer about the same final chain.
-  for await (const line of createInterface({ input: process.stdin })) {
-    if (line.trim() === 'report') break;
-  }
+  await until('report');
   emit({ kind: 'report', sessionId: await s.getSessionId() });
 }
 
