@@ -6,15 +6,10 @@
 // Only types are imported from the SDK, so bundling this module adds none of its code.
 import type { AgentInputItem, OpenAIResponsesCompactionArgs, OpenAIResponsesCompactionAwareSession, OpenAIResponsesCompactionResult } from '@openai/agents-core';
 import type { LineageClient } from './client.js';
-import { LineageError, NotFoundError, SessionEndedError } from './errors.js';
+import { deleteChain } from './chain.js';
+import { chunks, MAX_TAIL } from './chunks.js';
+import { LineageError, SessionEndedError } from './errors.js';
 import { isLive, type CompressMode, type CompressOrigin, type CompressResponse, type Item, type Session } from './types.js';
-
-/** functions/openapi.json AppendMessagesRequest.messages.maxItems (checked against the document by a test). */
-export const MAX_ITEMS_PER_APPEND = 98;
-/** Under the 1 MiB body limit with room for the envelope: items are split so every append fits. */
-export const MAX_APPEND_BODY_BYTES = 1_000_000;
-/** `tail` takes at most this many (the document's maximum). */
-export const MAX_TAIL = 1000;
 
 export type LineageSessionEvent =
   | { type: 'created'; sessionId: string }
@@ -257,62 +252,5 @@ export class LineageSession implements OpenAIResponsesCompactionAwareSession {
     if (this.#id === from || this.#id === undefined) this.#id = to;
     if (from !== to) this.#opts.onEvent?.({ type: 'followed', from, to, via });
     return to;
-  }
-}
-
-/** Splits items into appends of at most 98 items and ~1 MB of JSON each, keeping their order. */
-export function* chunks(items: readonly Item[]): Generator<Item[]> {
-  const encoder = new TextEncoder();
-  let chunk: Item[] = [];
-  let bytes = 0;
-  for (const item of items) {
-    const size = encoder.encode(JSON.stringify(item)).length + 1;
-    if (chunk.length > 0 && (chunk.length >= MAX_ITEMS_PER_APPEND || bytes + size > MAX_APPEND_BODY_BYTES)) {
-      yield chunk;
-      chunk = [];
-      bytes = 0;
-    }
-    chunk.push(item);
-    bytes += size;
-  }
-  if (chunk.length > 0) yield chunk;
-}
-
-/**
- * Deletes every session of the chain `id` belongs to, tip first. Read again after each pass: a
- * rotation that committed after the chain was read adds a child, which the next pass finds.
- */
-async function deleteChain(client: LineageClient, id: string): Promise<string[]> {
-  const deleted: string[] = [];
-  let anchor = id;
-  for (let pass = 0; pass < 8; pass++) {
-    let chain: Session[];
-    try {
-      chain = (await client.lineage(anchor)).chain;
-    } catch (err) {
-      if (err instanceof NotFoundError) return deleted; // the anchor is gone: someone else cleared it
-      throw err;
-    }
-    const alive = chain.filter((s) => s.deletedAt === undefined).map((s) => s.sessionId);
-    // Keep one member (the root, if alive) until the rest are gone, to read the chain from.
-    const keep = alive[0];
-    if (keep === undefined) return deleted;
-    const rest = alive.slice(1).reverse();
-    if (rest.length === 0) {
-      await deleteIfThere(client, keep, deleted);
-      return deleted;
-    }
-    for (const s of rest) await deleteIfThere(client, s, deleted);
-    anchor = keep;
-  }
-  throw new LineageError(`session ${id}: its chain kept growing while it was being deleted`);
-}
-
-async function deleteIfThere(client: LineageClient, id: string, deleted: string[]): Promise<void> {
-  try {
-    await client.deleteSession(id);
-    deleted.push(id);
-  } catch (err) {
-    if (!(err instanceof NotFoundError)) throw err;
   }
 }

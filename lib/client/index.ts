@@ -5,5 +5,7 @@ export * from './errors.js';
 export { DEFAULT_RETRY_POLICY, retryDelayMs, type RetryPolicy, type Safety } from './retry.js';
 export * from './types.js';
 export type { paths, components, operations } from './openapi-types.js';
-export { LineageSession, chunks, MAX_ITEMS_PER_APPEND, MAX_APPEND_BODY_BYTES, MAX_TAIL } from './agents-session.js';
+export { LineageSession } from './agents-session.js';
+export { chunks, MAX_ITEMS_PER_APPEND, MAX_APPEND_BODY_BYTES, MAX_TAIL } from './chunks.js';
+export { deleteChain } from './chain.js';
 export type { LineageSessionOptions, LineageSessionEvent, LineageCompactionPolicy, CompactOptions } from './agents-session.js';
