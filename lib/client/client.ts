@@ -1,0 +1,245 @@
+// Typed client for the whole HTTP API (functions/openapi.json). Paths, parameters and bodies
+// are typed by openapi-fetch from the generated openapi-types.ts; transport.ts adds timeouts,
+// retries and typed errors. Needs nothing but `fetch` (Node 20+, Lambda).
+import createClient, { type Client } from 'openapi-fetch';
+import { CursorStaleError, LineageError, NotFoundError, SessionEndedError } from './errors.js';
+import type { paths } from './openapi-types.js';
+import { resolvePolicy, type RetryPolicy, type Safety } from './retry.js';
+import { send, type FetchResult } from './transport.js';
+import type { CompressRequest, CompressResponse, CreateSessionRequest, Item, Lineage, MessagesPage, PopResponse, Session } from './types.js';
+
+export interface LineageClientOptions {
+  /** The stage's URL, e.g. https://abc123.execute-api.eu-west-1.amazonaws.com or http://127.0.0.1:3000. */
+  baseUrl: string;
+  /** An API key (`npm run cli -- keys create --tenant <name>`); sent as a Bearer token. */
+  apiKey: string;
+  /** A fetch to use instead of globalThis.fetch (a proxy agent, instrumentation, tests). */
+  fetch?: (request: Request) => Promise<Response>;
+  /** Per attempt; default 30 s (API Gateway's own limit). */
+  timeoutMs?: number;
+  retry?: Partial<RetryPolicy>;
+}
+
+export interface CallOptions {
+  signal?: AbortSignal;
+  /** Overrides the client's per-attempt timeout for this call. */
+  timeoutMs?: number;
+}
+
+export interface CreateSessionOptions extends CallOptions {
+  /** Defaults to a fresh random key: a retried create makes one session (SPEC A3). */
+  idempotencyKey?: string;
+}
+
+export interface AppendOptions extends CallOptions {
+  /** Defaults to a fresh random key, reused by every retry of this append. */
+  idempotencyKey?: string;
+  /** Land only at this position, else CountMismatchError (SPEC A4). Never combined with followRotation. */
+  expectedCount?: number;
+  /** On 409 session_ended, append to the live session the error names instead, once. */
+  followRotation?: boolean;
+}
+
+export interface AppendResult {
+  /** Where the items landed (differs from the id asked for when followRotation re-targeted). */
+  sessionId: string;
+  session: Session;
+  appended: number;
+  /** The service answered with the stored first response to this key: the items landed earlier, once. */
+  replayed: boolean;
+  idempotencyKey: string;
+  /** The ended session the append was first sent to, when followRotation re-targeted it. */
+  followedFrom?: string;
+}
+
+export interface PageOptions {
+  /** Items per page, 1-1000 (the service's default is 500; pages are also capped by size). */
+  limit?: number;
+}
+
+export const DEFAULT_TIMEOUT_MS = 30_000;
+
+/** A key no other request will use: 122 random bits. */
+export function newIdempotencyKey(): string {
+  return `lsc-${crypto.randomUUID()}`;
+}
+
+export class LineageClient {
+  readonly #api: Client<paths>;
+  readonly #policy: RetryPolicy;
+  readonly #timeoutMs: number;
+
+  constructor(opts: LineageClientOptions) {
+    if (!opts.baseUrl) throw new TypeError('baseUrl is required');
+    if (!opts.apiKey) throw new TypeError('apiKey is required');
+    this.#policy = resolvePolicy(opts.retry);
+    this.#timeoutMs = opts.timeoutMs ?? DEFAULT_TIMEOUT_MS;
+    this.#api = createClient<paths>({
+      baseUrl: opts.baseUrl,
+      headers: { authorization: `Bearer ${opts.apiKey}` },
+      ...(opts.fetch ? { fetch: opts.fetch } : {}),
+    });
+  }
+
+  /** POST /sessions. */
+  async createSession(req: CreateSessionRequest = {}, opts: CreateSessionOptions = {}): Promise<Session> {
+    const key = opts.idempotencyKey ?? newIdempotencyKey();
+    const body = JSON.stringify(req);
+    const r = await keyed(key, () =>
+      this.#send('repeatable', opts, (signal) =>
+        this.#api.POST('/sessions', { params: { header: { 'Idempotency-Key': key } }, body: req, bodySerializer: () => body, signal }),
+      ),
+    );
+    return r.data.session;
+  }
+
+  /** GET /sessions/{id}. */
+  async getSession(id: string, opts: CallOptions = {}): Promise<Session> {
+    const r = await this.#send('repeatable', opts, (signal) => this.#api.GET('/sessions/{id}', { params: { path: { id } }, signal }));
+    return r.data.session;
+  }
+
+  /**
+   * DELETE /sessions/{id}. A 404 after an attempt that got no answer counts as done: that
+   * attempt is what deleted it.
+   */
+  async deleteSession(id: string, opts: CallOptions = {}): Promise<void> {
+    try {
+      await this.#send('repeatable', opts, (signal) => this.#api.DELETE('/sessions/{id}', { params: { path: { id } }, signal }));
+    } catch (err) {
+      if (err instanceof NotFoundError && err.earlierAttemptMayHaveApplied) return;
+      throw err;
+    }
+  }
+
+  /**
+   * POST /sessions/{id}/messages: 1-98 items in one transaction, applied at most once. Every
+   * retry (network error, timeout, 5xx, 503 Retry-After) sends the same Idempotency-Key and the
+   * same bytes, so the service replays the first answer instead of appending again (SPEC A3).
+   */
+  async append(id: string, items: readonly Item[], opts: AppendOptions = {}): Promise<AppendResult> {
+    const key = opts.idempotencyKey ?? newIdempotencyKey();
+    const request = { messages: [...items], ...(opts.expectedCount !== undefined ? { expectedCount: opts.expectedCount } : {}) };
+    const body = JSON.stringify(request);
+    const to = (target: string) =>
+      this.#send('repeatable', { ...opts, recheckSessionEnded: true }, (signal) =>
+        this.#api.POST('/sessions/{id}/messages', {
+          params: { path: { id: target }, header: { 'Idempotency-Key': key } },
+          body: request,
+          bodySerializer: () => body,
+          signal,
+        }),
+      );
+    return keyed(key, async () => {
+      let target = id;
+      let followedFrom: string | undefined;
+      for (;;) {
+        try {
+          const r = await to(target);
+          const replayed = r.response.headers.get('idempotent-replayed') === 'true';
+          return { sessionId: target, session: r.data.session, appended: r.data.appended, replayed, idempotencyKey: key, ...(followedFrom ? { followedFrom } : {}) };
+        } catch (err) {
+          // Keys are scoped to one session, so the same key is fresh on the live one; the 409 (checked
+          // again after any unanswered attempt, see transport.ts) proves nothing landed here.
+          const live = err instanceof SessionEndedError ? err.liveSessionId : null;
+          if (!opts.followRotation || opts.expectedCount !== undefined || followedFrom !== undefined || live === null) throw err;
+          followedFrom = target;
+          target = live;
+        }
+      }
+    });
+  }
+
+  /** GET /sessions/{id}/messages: one page in order; pass the previous page's nextCursor to go on. */
+  async listMessages(id: string, query: PageOptions & { cursor?: string } = {}, opts: CallOptions = {}): Promise<MessagesPage> {
+    const r = await this.#send('repeatable', opts, (signal) =>
+      this.#api.GET('/sessions/{id}/messages', { params: { path: { id }, query: { ...query } }, signal }),
+    );
+    return r.data;
+  }
+
+  /**
+   * The latest n items (1-1000) in chronological order. The service may return fewer than n
+   * when they would not fit in one response (4.5 MB); `session.messageCount` tells them apart.
+   */
+  async tail(id: string, n: number, opts: CallOptions = {}): Promise<Item[]> {
+    const r = await this.#send('repeatable', opts, (signal) =>
+      this.#api.GET('/sessions/{id}/messages', { params: { path: { id }, query: { tail: n } }, signal }),
+    );
+    return r.data.messages;
+  }
+
+  /** Every active item, page by page through nextCursor. Throws CursorStaleError if compacted in place meanwhile. */
+  async *pages(id: string, page: PageOptions = {}, opts: CallOptions = {}): AsyncGenerator<Item[], void, undefined> {
+    let cursor: string | undefined;
+    do {
+      const p = await this.listMessages(id, { ...page, ...(cursor !== undefined ? { cursor } : {}) }, opts);
+      yield p.messages;
+      cursor = p.nextCursor ?? undefined;
+    } while (cursor !== undefined);
+  }
+
+  /** Every active item; starts over (up to maxRestarts times) when an in-place compaction makes the cursor stale. */
+  async readAll(id: string, page: PageOptions & { maxRestarts?: number } = {}, opts: CallOptions = {}): Promise<Item[]> {
+    const { maxRestarts = 3, ...pageOpts } = page;
+    for (let restart = 0; ; restart++) {
+      try {
+        const all: Item[] = [];
+        for await (const items of this.pages(id, pageOpts, opts)) all.push(...items);
+        return all;
+      } catch (err) {
+        if (!(err instanceof CursorStaleError) || restart >= maxRestarts) throw err;
+      }
+    }
+  }
+
+  /**
+   * DELETE /sessions/{id}/messages/last: removes and returns the last item (null when empty).
+   * Not retried once it may have reached the service: a repeat would remove a second item.
+   */
+  async pop(id: string, opts: CallOptions = {}): Promise<PopResponse> {
+    const r = await this.#send('once', opts, (signal) => this.#api.DELETE('/sessions/{id}/messages/last', { params: { path: { id } }, signal }));
+    return r.data;
+  }
+
+  /** GET /sessions/{id}/lineage: the chain root → tip, from any member. */
+  async lineage(id: string, opts: CallOptions = {}): Promise<Lineage> {
+    const r = await this.#send('repeatable', opts, (signal) => this.#api.GET('/sessions/{id}/lineage', { params: { path: { id } }, signal }));
+    return r.data;
+  }
+
+  /**
+   * POST /sessions/{id}/compress. A rotation is retried like a read (a repeat is adopted: it
+   * answers skipped/adopted naming the one child); an in-place compaction only after the
+   * service's own 503 (a repeat would compact twice).
+   */
+  async compress(id: string, req: CompressRequest = {}, opts: CallOptions = {}): Promise<CompressResponse> {
+    const safety: Safety = req.mode === 'rotate' ? 'repeatable' : 'once';
+    const r = await this.#send(safety, opts, (signal) => this.#api.POST('/sessions/{id}/compress', { params: { path: { id } }, body: req, signal }));
+    return r.data;
+  }
+
+  #send<D>(safety: Safety, opts: CallOptions & { recheckSessionEnded?: boolean }, attempt: (signal: AbortSignal) => Promise<FetchResult<D>>) {
+    return send(attempt, {
+      safety,
+      policy: this.#policy,
+      timeoutMs: opts.timeoutMs ?? this.#timeoutMs,
+      signal: opts.signal,
+      ...(opts.recheckSessionEnded ? { recheckSessionEnded: true } : {}),
+    });
+  }
+}
+
+export function createLineageClient(opts: LineageClientOptions): LineageClient {
+  return new LineageClient(opts);
+}
+
+/** Tags whatever a keyed request throws with its key, so the caller can retry it later, still at most once. */
+async function keyed<T>(key: string, run: () => Promise<T>): Promise<T> {
+  try {
+    return await run();
+  } catch (err) {
+    if (err instanceof LineageError) err.idempotencyKey = key;
+    throw err;
+  }
+}

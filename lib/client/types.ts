@@ -1,0 +1,28 @@
+// Names for the document's schemas. Every type here is an alias into openapi-types.ts, which
+// `npm run build:client-types` generates from functions/openapi.json: nothing is hand-copied.
+import type { components, operations } from './openapi-types.js';
+
+type Schemas = components['schemas'];
+
+export type Format = Schemas['Format'];
+export type ChatMessage = Schemas['ChatMessage'];
+export type ResponsesItem = Schemas['ResponsesItem'];
+/** An item of the session's format, returned exactly as appended (SPEC A1). */
+export type Item = Schemas['Item'];
+export type Session = Schemas['Session'];
+export type CreateSessionRequest = Schemas['CreateSessionRequest'];
+export type MessagesPage = Schemas['MessagesPage'];
+export type PopResponse = Schemas['PopResponse'];
+export type Lineage = Schemas['LineageResponse'];
+export type CompressRequest = Schemas['CompressRequest'];
+export type CompressResponse = Schemas['CompressResponse'];
+export type CompressMode = NonNullable<CompressRequest['mode']>;
+export type CompressOrigin = NonNullable<CompressRequest['origin']>;
+export type ErrorBody = Schemas['ErrorBody'];
+export type ErrorCode = ErrorBody['code'];
+export type ListMessagesQuery = NonNullable<operations['listMessages']['parameters']['query']>;
+
+/** A session is live when it was neither rotated nor ended (an ended one answers 409 to writes). */
+export function isLive(s: Pick<Session, 'endedAt' | 'childSessionId'>): boolean {
+  return s.endedAt === null && s.childSessionId === null;
+}

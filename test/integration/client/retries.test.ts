@@ -1,0 +1,217 @@
+// Retries over real HTTP, with a proxy that loses responses after the service handled the
+// request (SPEC A3: a retried append is never duplicated), races a rotation against a retry,
+// and stands in for a failing gateway.
+import { randomUUID } from 'node:crypto';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import {
+  InternalServerError,
+  LineageApiError,
+  LineageClient,
+  LineageNetworkError,
+  type Item,
+} from '../../../lib/client/index.js';
+import { startFaultProxy, type FaultProxy, type ProxyAction, type SeenRequest } from '../../support/client/fault-proxy.js';
+import { startLocalService, type LocalService } from '../../support/local-service.js';
+
+let service: LocalService;
+let apiKey: string;
+let proxy: FaultProxy;
+let direct: LineageClient;
+let viaProxy: LineageClient;
+
+beforeAll(async () => {
+  service = await startLocalService({ afterTurn: false });
+  apiKey = await service.createApiKey(`r-${randomUUID().slice(0, 8)}`);
+  proxy = await startFaultProxy(service.baseUrl);
+  direct = new LineageClient({ baseUrl: service.baseUrl, apiKey });
+  // Short waits: the tests count attempts, not seconds.
+  viaProxy = new LineageClient({ baseUrl: proxy.baseUrl, apiKey, retry: { baseDelayMs: 20, maxDelayMs: 100 } });
+});
+
+afterEach(() => {
+  proxy.setRule(() => 'forward');
+  proxy.seen.length = 0;
+});
+
+afterAll(async () => {
+  await proxy?.close();
+  await service?.stop();
+});
+
+const turn = (tag: string): Item[] => [
+  { type: 'message', role: 'user', content: `${tag}: check the deploy of the billing service and tell me what broke.` },
+  { type: 'message', role: 'assistant', content: `${tag}: ${'the migration step timed out on the orders table; rerun it with a longer lock timeout. '.repeat(4)}` },
+];
+
+async function sessionWith(turns: number): Promise<string> {
+  const id = (await direct.createSession({ format: 'responses' })).sessionId;
+  if (turns > 0) await direct.append(id, Array.from({ length: turns }, (_, i) => turn(`t${i}`)).flat());
+  return id;
+}
+
+const appendsTo = (id: string) => (r: SeenRequest) => r.method === 'POST' && r.path === `/sessions/${id}/messages`;
+const count = (items: unknown[], tag: string) => items.filter((m) => JSON.stringify(m).includes(tag)).length;
+
+describe('A3: a retried append is applied once', () => {
+  it('A3: the response to the first attempt is lost after the append landed; the retry, same key and bytes, is replayed', async () => {
+    const id = await sessionWith(1);
+    const isAppend = appendsTo(id);
+    let dropped = false;
+    proxy.setRule((r) => {
+      if (isAppend(r) && !dropped) {
+        dropped = true;
+        return 'drop-response';
+      }
+      return 'forward';
+    });
+    const r = await viaProxy.append(id, turn('once'));
+    expect(r).toMatchObject({ sessionId: id, appended: 2, replayed: true });
+
+    const attempts = proxy.seen.filter(isAppend);
+    expect(attempts).toHaveLength(2);
+    expect(attempts[1]!.headers['idempotency-key']).toBe(attempts[0]!.headers['idempotency-key']);
+    expect(attempts[1]!.body).toBe(attempts[0]!.body);
+    const items = await direct.readAll(id);
+    expect(items).toHaveLength(4);
+    expect(count(items, 'once:')).toBe(2);
+  });
+
+  it('A3/I4: the session rotates between the lost answer and the retry: the retry is replayed from the parent, nothing is re-sent to the child', async () => {
+    const id = await sessionWith(4);
+    const isAppend = appendsTo(id);
+    let child: string | undefined;
+    proxy.setRule(async (r) => {
+      if (!isAppend(r)) return 'forward';
+      if (r.n === proxy.seen.find(isAppend)!.n) return 'drop-response';
+      // Hold the retry until the parent has rotated.
+      child ??= (await direct.compress(id, { mode: 'rotate', keepLast: 2 })).sessionId;
+      return 'forward';
+    });
+    const r = await viaProxy.append(id, turn('late'), { followRotation: true });
+    expect(child).toBeDefined();
+    expect(r).toMatchObject({ sessionId: id, replayed: true });
+    expect(r.followedFrom).toBeUndefined();
+    expect(proxy.seen.filter((s) => s.path === `/sessions/${child}/messages`)).toHaveLength(0);
+    expect(count(await direct.readAll(id), 'late:')).toBe(2);
+    // The child holds the appended items only as the rotation carried them (kept tail), never twice.
+    const childItems = await direct.readAll(child!);
+    expect(count(childItems, 'late:')).toBeLessThanOrEqual(2);
+    expect(childItems).toHaveLength((await direct.getSession(child!)).messageCount);
+  });
+
+  it('A3: a 409 after an unanswered attempt is asked again before it is believed (the service read the key beside the session)', async () => {
+    // The race this guards: the service reads the key record and the session side by side, so
+    // a retry can see "no such key" and "ended" when the first attempt committed just before the
+    // rotation. The proxy answers that 409 itself; the service then replays the first attempt.
+    const id = await sessionWith(4);
+    const isAppend = appendsTo(id);
+    let child: string | undefined;
+    proxy.setRule(async (r) => {
+      if (!isAppend(r)) return 'forward';
+      const nth = proxy.seen.filter(isAppend).length;
+      if (nth === 1) return 'drop-response';
+      if (nth === 2) {
+        child = (await direct.compress(id, { mode: 'rotate', keepLast: 2 })).sessionId;
+        return { respond: { status: 409, body: { error: { code: 'session_ended', message: `session ${id} has ended`, requestId: 'proxy' }, liveSessionId: child } } };
+      }
+      return 'forward';
+    });
+    const r = await viaProxy.append(id, turn('raced'), { followRotation: true });
+    expect(r).toMatchObject({ sessionId: id, replayed: true });
+    expect(proxy.seen.filter(isAppend)).toHaveLength(3);
+    expect(proxy.seen.filter((s) => s.path === `/sessions/${child}/messages`)).toHaveLength(0);
+    expect(count(await direct.readAll(id), 'raced:')).toBe(2);
+  });
+
+  it('A3/I4: a request lost before it reached the service, then a rotation: the 409 is confirmed and the append lands once, on the child', async () => {
+    const id = await sessionWith(4);
+    const isAppend = appendsTo(id);
+    let child: string | undefined;
+    proxy.setRule(async (r) => {
+      if (!isAppend(r)) return 'forward';
+      if (proxy.seen.filter(isAppend).length === 1) {
+        child = (await direct.compress(id, { mode: 'rotate', keepLast: 2 })).sessionId;
+        return 'drop-request';
+      }
+      return 'forward';
+    });
+    const r = await viaProxy.append(id, turn('moved'), { followRotation: true });
+    expect(r).toMatchObject({ sessionId: child, followedFrom: id, replayed: false });
+    // Attempt, retry (409), the confirming ask (409), then the child.
+    expect(proxy.seen.filter(isAppend)).toHaveLength(3);
+    expect(count(await direct.readAll(id), 'moved:')).toBe(0);
+    const childItems = await direct.readAll(child!);
+    expect(count(childItems, 'moved:')).toBe(2);
+    expect(childItems.slice(-2)).toEqual(turn('moved'));
+  });
+});
+
+describe('requests that must not be repeated', () => {
+  it('A6: a pop whose answer is lost is not retried (a second pop would remove another item)', async () => {
+    const id = await sessionWith(2);
+    proxy.setRule((r) => (r.method === 'DELETE' ? 'drop-response' : 'forward'));
+    const err = await viaProxy.pop(id).catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(LineageNetworkError);
+    expect(err).toMatchObject({ mayHaveApplied: true, timedOut: false });
+    expect(proxy.seen.filter((r) => r.method === 'DELETE')).toHaveLength(1);
+    expect((await direct.getSession(id)).messageCount).toBe(3);
+  });
+
+  it('A6: a pop answered by the service\'s own 503 (nothing applied) is retried, and pops once', async () => {
+    const id = await sessionWith(2);
+    let refused = false;
+    proxy.setRule((r) => {
+      if (r.method !== 'DELETE' || refused) return 'forward';
+      refused = true;
+      return { respond: { status: 503, headers: { 'retry-after': '0' }, body: { error: { code: 'unavailable', message: 'the session is busy; retry shortly' } } } };
+    });
+    const r = await viaProxy.pop(id);
+    expect(r.removed).toEqual(turn('t1')[1]);
+    expect(proxy.seen.filter((s) => s.method === 'DELETE')).toHaveLength(2);
+    expect((await direct.getSession(id)).messageCount).toBe(3);
+  });
+
+  it('a DELETE whose answer was lost counts as done when the retry answers 404', async () => {
+    const id = await sessionWith(1);
+    let dropped = false;
+    proxy.setRule((r) => {
+      if (r.method === 'DELETE' && !dropped) {
+        dropped = true;
+        return 'drop-response';
+      }
+      return 'forward';
+    });
+    await expect(viaProxy.deleteSession(id)).resolves.toBeUndefined();
+    expect(proxy.seen.filter((r) => r.method === 'DELETE')).toHaveLength(2);
+    await expect(direct.getSession(id)).rejects.toMatchObject({ status: 404 });
+  });
+});
+
+describe('gateways and timeouts', () => {
+  it('a read that times out is retried; a read the gateway keeps failing ends in the typed 5xx', async () => {
+    const id = await sessionWith(1);
+    let held = false;
+    proxy.setRule(async (r): Promise<ProxyAction> => {
+      if (r.method === 'GET' && !held) {
+        held = true;
+        await new Promise((res) => setTimeout(res, 1500));
+      }
+      return 'forward';
+    });
+    const impatient = new LineageClient({ baseUrl: proxy.baseUrl, apiKey, timeoutMs: 400, retry: { baseDelayMs: 10 } });
+    await expect(impatient.getSession(id)).resolves.toMatchObject({ sessionId: id, messageCount: 2 });
+    expect(proxy.seen.filter((r) => r.method === 'GET')).toHaveLength(2);
+
+    proxy.seen.length = 0;
+    proxy.setRule(() => ({ respond: { status: 500, body: { error: { code: 'internal', message: 'internal error', requestId: 'req-1' } } } }));
+    const err = await viaProxy.getSession(id).catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(InternalServerError);
+    expect(err).toMatchObject({ status: 500, code: 'internal', requestId: 'req-1', earlierAttemptMayHaveApplied: true });
+    expect(proxy.seen).toHaveLength(4);
+
+    proxy.setRule(() => ({ respond: { status: 502, body: { message: 'Internal Server Error' } } }));
+    const gateway = await viaProxy.getSession(id).catch((e: unknown) => e);
+    expect(gateway).toBeInstanceOf(LineageApiError);
+    expect(gateway).toMatchObject({ status: 502, code: 'unexpected_response', fromService: false });
+  });
+});

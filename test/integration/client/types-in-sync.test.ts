@@ -1,0 +1,80 @@
+// The client's types are generated from functions/openapi.json and must never drift from it:
+// regenerate them exactly as `npm run build:client-types` does and compare with the committed
+// file. The limits the client splits by are the document's, and the package's `./client` export
+// loads in plain Node with nothing but what the bundle holds.
+import { execFile } from 'node:child_process';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { promisify } from 'node:util';
+import { build } from 'esbuild';
+import { describe, expect, it } from 'vitest';
+import { benchClientBundle } from '../../../bench/client-bench.js';
+import { MAX_ITEMS_PER_APPEND, MAX_TAIL } from '../../../lib/client/index.js';
+
+const run = promisify(execFile);
+const root = fileURLToPath(new URL('../../../', import.meta.url));
+const pkg = JSON.parse(readFileSync(join(root, 'package.json'), 'utf8')) as { scripts: Record<string, string>; exports: Record<string, Record<string, string>> };
+const doc = JSON.parse(readFileSync(join(root, 'functions/openapi.json'), 'utf8'));
+
+describe('client types', () => {
+  it('lib/client/openapi-types.ts is what build:client-types generates from functions/openapi.json today', async () => {
+    const script = pkg.scripts['build:client-types']!;
+    const m = /^openapi-typescript (\S+) -o (\S+)(.*)$/.exec(script);
+    expect(m, script).not.toBeNull();
+    const [, input, output, flags] = m!;
+    const cli = join(root, 'node_modules/openapi-typescript/bin/cli.js');
+    // Without -o the CLI prints the same text it would write.
+    const { stdout } = await run(process.execPath, [cli, input!, ...flags!.trim().split(/\s+/).filter(Boolean)], { cwd: root, maxBuffer: 16 * 1024 * 1024 });
+    expect(readFileSync(join(root, output!), 'utf8'), 'run `npm run build:client-types` and commit the result').toBe(stdout);
+  }, 60_000);
+
+  it('A5/A3: the client splits appends and tails by the document\'s limits', () => {
+    expect(MAX_ITEMS_PER_APPEND).toBe(doc.components.schemas.AppendMessagesRequest.properties.messages.maxItems);
+    const tail = doc.paths['/sessions/{id}/messages'].get.parameters.find((p: { name: string }) => p.name === 'tail');
+    expect(MAX_TAIL).toBe(tail.schema.maximum);
+  });
+});
+
+describe('package export ./client', () => {
+  it('points at the sources for types and at the build:client bundle, which loads in plain Node with no imports', async () => {
+    expect(pkg.exports['./client']).toEqual({ types: './lib/client/index.ts', import: './dist/client/index.mjs', default: './dist/client/index.mjs' });
+    expect(pkg.scripts['build:client']).toContain('--outfile=dist/client/index.mjs');
+    const dir = mkdtempSync(join(tmpdir(), 'client-bundle-'));
+    try {
+      const out = await build({
+        entryPoints: [join(root, 'lib/client/index.ts')],
+        bundle: true,
+        format: 'esm',
+        platform: 'neutral',
+        mainFields: ['module', 'main'],
+        target: 'node20',
+        write: false,
+        metafile: true,
+      });
+      const code = out.outputFiles[0]!.text;
+      expect(Object.values(out.metafile.outputs)[0]!.imports).toEqual([]);
+      writeFileSync(join(dir, 'client.mjs'), code);
+      writeFileSync(
+        join(dir, 'check.mjs'),
+        `import * as c from './client.mjs';
+         const client = new c.LineageClient({ baseUrl: 'http://127.0.0.1:9', apiKey: 'slk_x' });
+         const s = new c.LineageSession({ client });
+         console.log(JSON.stringify({ client: typeof client.append, session: typeof s.getItems, errors: new c.SessionEndedError(409, {}, new Headers()) instanceof c.LineageApiError, key: c.newIdempotencyKey().length }));`,
+      );
+      const { stdout } = await run(process.execPath, [join(dir, 'check.mjs')], { cwd: dir });
+      expect(JSON.parse(stdout)).toEqual({ client: 'function', session: 'function', errors: true, key: 40 });
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+});
+
+describe('client size', () => {
+  it('stays under 30 KiB minified without the Agents SDK (the bench goal client-bundle-kb)', async () => {
+    const r = await benchClientBundle();
+    expect(r.goal).toMatchObject({ id: 'client-bundle-kb', target: 30, unit: 'KiB', met: true });
+    expect(r.inputs.some((i) => i.path.includes('@openai/agents-core'))).toBe(false);
+  });
+});
