@@ -66,6 +66,6 @@ export function render(item: Item): string {
 function textOf(content: unknown): string {
   if (typeof content === 'string') return content;
   if (Array.isArray(content)) return content.map(textOf).join(' ');
-  if (content && typeof content === 'object' && 'text' in content) return String((content as { text: unknown }).text);
+  if (content && typeof content === 'object' && 'text' in content) return String((content).text);
   return '';
 }

@@ -50,11 +50,13 @@ type ResponseOutput = Extract<StreamEvent, { type: 'response_done' }>['response'
 export class ScriptedOpsModel implements Model {
   #responses = 0;
 
-  async getResponse(request: ModelRequest): Promise<ModelResponse> {
+  getResponse(request: ModelRequest): Promise<ModelResponse> {
     const { id, output, inputTokens } = this.#respond(request);
-    return { responseId: id, usage: new Usage({ requests: 1, inputTokens, outputTokens: 40, totalTokens: inputTokens + 40 }), output };
+    return Promise.resolve({ responseId: id, usage: new Usage({ requests: 1, inputTokens, outputTokens: 40, totalTokens: inputTokens + 40 }), output });
   }
 
+  // The Model interface asks for an async iterable; a scripted model has nothing to await.
+  // eslint-disable-next-line @typescript-eslint/require-await
   async *getStreamedResponse(request: ModelRequest): AsyncIterable<StreamEvent> {
     const { id, output, inputTokens } = this.#respond(request);
     yield { type: 'response_done', response: { id, usage: { requests: 1, inputTokens, outputTokens: 40, totalTokens: inputTokens + 40 }, output } };

@@ -3,7 +3,7 @@
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { AgentInputItem } from '@openai/agents-core';
-import { LineageClient, LineageError, LineageNetworkError, LineageSession, NotFoundError, type Item, type LineageSessionEvent } from '../../../lib/client/index.js';
+import { LineageClient, LineageError, LineageNetworkError, LineageSession, NotFoundError, type LineageSessionEvent } from '../../../lib/client/index.js';
 import { createOpsAgent, createRunner, question } from '../../../infra/examples/ops-agent.js';
 import { startLocalService, type LocalService } from '../../support/local-service.js';
 
@@ -260,7 +260,7 @@ describe('LineageSession under the Agents SDK runner', () => {
     const agent = createOpsAgent();
     const first = await runner.run(agent, question('r1', 'search-indexer'), { session: s });
     expect(String(first.finalOutput)).toContain('[r1] search-indexer is failing');
-    const stored = (await other.readAll(s.currentSessionId!)) as Item[];
+    const stored = (await other.readAll(s.currentSessionId!));
     expect(stored.map((i) => (i as { type?: string }).type)).toEqual(['message', 'function_call', 'function_call_result', 'message']);
     expect(JSON.parse(JSON.stringify(first.history))).toEqual(stored);
 

@@ -78,7 +78,7 @@ describe('LineageSession in two processes', () => {
       const compactedInPlace = inPlace!.response as CompressResponse;
       expect(rotated).toMatchObject({ outcome: 'compressed', mode: 'rotate', previousSessionId: root, sessionId: live.sessionId });
       expect(compactedInPlace).toMatchObject({ outcome: 'compressed', mode: 'in_place', sessionId: live.sessionId });
-      const added: Added[] = children.flatMap((c, i) => c.lines.filter((l) => l.kind === 'added').map((l) => ({ ...(l as Extract<ChildLine, { kind: 'added' }>), writer: i === 0 ? 'A' : 'B' })));
+      const added: Added[] = children.flatMap((c, i) => c.lines.filter((l) => l.kind === 'added').map((l) => ({ ...(l), writer: i === 0 ? 'A' : 'B' })));
       const agentAdds = added.filter((a) => a.writer === 'A');
       expect(agentAdds.some((a) => a.t0 > inPlace!.t1), 'the agent was still adding after the in-place compaction').toBe(true);
       expect(agentAdds.some((a) => a.t1 < rotation!.t0), 'the agent had added before the rotation').toBe(true);
