@@ -120,7 +120,7 @@ export class Runtime implements HandlerTelemetry {
         await waitForRedis(redis);
         // Acquire is one SET ... NX PX ... GET round (P2): refuse to start on a node too old for it.
         await assertRedisVersion(redis);
-        store = new DynamoLineageStore({ client: dynamo, tableName: config.tableName });
+        store = new DynamoLineageStore({ client: dynamo, tableName: config.tableName, attemptShards: config.attemptShards, rotationShards: config.rotationShards });
         lease = new SessionLease({ clients: redis });
       } catch (err) {
         dispose(); // a failed build leaves no reconnecting clients behind
