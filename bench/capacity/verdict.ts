@@ -4,6 +4,8 @@ import type { ScalingResult, ScalingRow } from './scaling.js';
 
 /** A level that adds less than this over the previous one counts as flat. */
 const FLAT_GAIN = 1.15;
+/** @smithy/node-http-handler's default agent: sockets per client (one client per process here, per container in Lambda). */
+const SDK_MAX_SOCKETS = 50;
 
 function flatPoint(rows: readonly ScalingRow[]): { from: ScalingRow; to: ScalingRow } | null {
   for (let i = 1; i < rows.length; i++) if (rows[i]!.sessionsPerSecond < FLAT_GAIN * rows[i - 1]!.sessionsPerSecond) return { from: rows[i - 1]!, to: rows[i]! };
@@ -44,7 +46,10 @@ export function verdict(s: ScalingResult): string {
     c.others >= 0.25 * s.cpus
       ? `Other work on this shared machine took ${c.others} of its ${s.cpus} cores during the level, so the absolute rates are lower than on an idle machine; the per-session CPU costs are the comparable numbers.`
       : '',
-    `Inside this process (main thread, CPU profile of the same run) our own code took ${ours}% of the time, the AWS SDK ${sdk}%, and the thread was idle, waiting for answers, ${idle}% of the time.`,
+    rows.some((r) => r.peakDynamoInFlight > SDK_MAX_SOCKETS)
+      ? `Above ${SDK_MAX_SOCKETS} DynamoDB calls in flight the SDK's default agent (${SDK_MAX_SOCKETS} sockets per client) queues the rest in this one process; a Lambda container has its own client and one request at a time, so that queue is an artifact of the load generator.`
+      : '',
+    `Inside this process (main thread, CPU profile of the same run) our own code took ${ours}% of the time, the AWS SDK ${sdk}%, the bench's load generator (building requests, parsing answers: API Gateway's and the client's work in production) ${p['bench harness'] ?? 0}%, and the thread was idle, waiting for answers, ${idle}% of the time.`,
   ];
   return lines.filter(Boolean).join(' ');
 }
