@@ -5,7 +5,7 @@
 // the ceiling is per entity, e.g. one hot session). Sharded keys assume the hash spreads load evenly.
 import { costUsd, TABLE_QUOTA } from './prices.js';
 import { load, PARTITION_RCU, PARTITION_WCU } from './capacity-rules.js';
-import { familyOf, type ShardSettings, type Spread } from './key-families.js';
+import { familiesOf, familyOf, type ShardSettings, type Spread } from './key-families.js';
 import type { MeasuredOperation, Proof } from './operations.js';
 
 export const TARGETS = { compaction: 10_000, append: 100_000 } as const;
@@ -227,5 +227,6 @@ export function withRefreshes(op: MeasuredOperation, refresh: MeasuredOperation,
     answer: add(op.answer, refresh.answer),
     redis: { rounds: op.redis.rounds + k * refresh.redis.rounds, perNode },
     partitions: partitions.sort((a, b) => load(b) - load(a)),
+    families: familiesOf(partitions),
   };
 }

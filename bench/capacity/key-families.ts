@@ -36,3 +36,32 @@ export function familyOf(target: string, partition: string, shards: ShardSetting
   if (partition.startsWith('APIKEY#')) return { name: 'API key', pattern: 'APIKEY#<sha256(key)>', spread: { kind: 'per-entity', entity: 'API key' } };
   return { name: `other (${partition.slice(0, 24)})`, pattern: partition, spread: { kind: 'single' } };
 }
+
+/** One partition's load in one operation. */
+export interface PartitionUse {
+  target: string;
+  partition: string;
+  family: string;
+  wcu: number;
+  rcu: number;
+}
+
+/** One key design's load in one operation: how many of its partitions, and their sum. */
+export interface FamilyUse {
+  family: string;
+  partitions: number;
+  wcu: number;
+  rcu: number;
+}
+
+export function familiesOf(uses: readonly PartitionUse[]): FamilyUse[] {
+  const byFamily = new Map<string, FamilyUse>();
+  for (const u of uses) {
+    const f = byFamily.get(u.family) ?? { family: u.family, partitions: 0, wcu: 0, rcu: 0 };
+    f.partitions++;
+    f.wcu += u.wcu;
+    f.rcu += u.rcu;
+    byFamily.set(u.family, f);
+  }
+  return [...byFamily.values()];
+}

@@ -8,7 +8,7 @@ import { httpDeps, Runtime, type Core } from '../../lib/runtime.js';
 import type { ApiDeps } from '../../lib/api/http-app.js';
 import { phasesOf, RoundTrips, type Call } from '../../test/support/round-trips.js';
 import { load, type Charge } from './capacity-rules.js';
-import { familyOf, type ShardSettings } from './key-families.js';
+import { familiesOf, familyOf, type FamilyUse, type PartitionUse, type ShardSettings } from './key-families.js';
 import { background, CapacityMeter, type MeteredCall } from './meter.js';
 import { tableModel } from './table-model.js';
 
@@ -25,13 +25,7 @@ export interface PhaseCost {
   failedCalls: number;
 }
 
-export interface PartitionUse {
-  target: string;
-  partition: string;
-  family: string;
-  wcu: number;
-  rcu: number;
-}
+export type { FamilyUse, PartitionUse } from './key-families.js';
 
 export interface OperationCost {
   name: string;
@@ -41,6 +35,8 @@ export interface OperationCost {
   redis: { rounds: number; perNode: Record<string, number>[] };
   /** Answer and background together, by partition; hottest first. */
   partitions: PartitionUse[];
+  /** The same, by key design. */
+  families: FamilyUse[];
 }
 
 export interface Probe {
@@ -124,12 +120,14 @@ function costOf(name: string, calls: readonly MeteredCall[], redisCalls: readonl
     for (const c of redisCalls.filter((r) => r.node === i)) counts[c.op === 'evalsha' ? 'eval' : c.op] = (counts[c.op === 'evalsha' ? 'eval' : c.op] ?? 0) + 1;
     return counts;
   });
+  const partitions = byPartition(calls.flatMap((c) => c.charges), shards);
   return {
     name,
     answer: phaseOf(answer),
     ...(later.length ? { background: phaseOf(later) } : {}),
     redis: { rounds: phasesOf(redisCalls).redisRounds, perNode },
-    partitions: byPartition(calls.flatMap((c) => c.charges), shards),
+    partitions,
+    families: familiesOf(partitions),
   };
 }
 

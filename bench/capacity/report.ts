@@ -26,15 +26,7 @@ function hottest(op: MeasuredOperation): string {
 }
 
 function keysTouched(op: MeasuredOperation): string {
-  const byFamily = new Map<string, { n: number; wcu: number; rcu: number }>();
-  for (const u of op.partitions) {
-    const f = byFamily.get(u.family) ?? { n: 0, wcu: 0, rcu: 0 };
-    f.n++;
-    f.wcu += u.wcu;
-    f.rcu += u.rcu;
-    byFamily.set(u.family, f);
-  }
-  return [...byFamily].map(([name, f]) => `${name}${f.n > 1 ? ` (${f.n} partitions)` : ''}: ${fmt(f.wcu)} W / ${fmt(f.rcu)} R`).join('; ') || '–';
+  return op.families.map((f) => `${f.family}${f.partitions > 1 ? ` (${f.partitions} partitions)` : ''}: ${fmt(f.wcu)} W / ${fmt(f.rcu)} R`).join('; ') || '–';
 }
 
 function operationsSection(r: CapacityResults): string {

@@ -4,52 +4,56 @@ import type { ScalingResult, ScalingRow } from './scaling.js';
 
 /** A level that adds less than this over the previous one counts as flat. */
 const FLAT_GAIN = 1.15;
+/** The machine counts as saturated above this share of its CPUs busy. */
+const SATURATED = 0.9;
 /** @smithy/node-http-handler's default agent: sockets per client (one client per process here, per container in Lambda). */
 const SDK_MAX_SOCKETS = 50;
 
-function flatPoint(rows: readonly ScalingRow[]): { from: ScalingRow; to: ScalingRow } | null {
-  for (let i = 1; i < rows.length; i++) if (rows[i]!.sessionsPerSecond < FLAT_GAIN * rows[i - 1]!.sessionsPerSecond) return { from: rows[i - 1]!, to: rows[i]! };
+const pct = (x: number) => `${Math.round(x * 100)}%`;
+const avg = (xs: readonly number[]) => xs.reduce((a, b) => a + b, 0) / (xs.length || 1);
+const r1 = (x: number) => Math.round(x * 10) / 10;
+const stackCores = (r: ScalingRow) => r.cores.thisProcess + r.cores.dynamoLocal + r.cores.redis;
+const stackMs = (r: ScalingRow) => r.cpuMsPerSession.thisProcess + r.cpuMsPerSession.dynamoLocal + r.cpuMsPerSession.redis;
+
+function flatPoint(rows: readonly ScalingRow[]): ScalingRow | null {
+  for (let i = 1; i < rows.length; i++) if (rows[i]!.sessionsPerSecond < FLAT_GAIN * rows[i - 1]!.sessionsPerSecond) return rows[i - 1]!;
   return null;
 }
-
-const pct = (x: number) => `${Math.round(x * 100)}%`;
 
 export function verdict(s: ScalingResult): string {
   const rows = [...s.rows].sort((a, b) => a.concurrency - b.concurrency);
   if (rows.length === 0) return '';
-  const flat = flatPoint(rows);
-  const at = flat?.to ?? rows.at(-1)!;
   const curve = rows.map((r) => `${r.sessionsPerSecond}/s at ${r.concurrency}`).join(', ');
-  const c = at.cores;
-  const consumers = [
-    ['DynamoDB Local', c.dynamoLocal],
-    ['this process', c.thisProcess],
-    ['the Redis nodes', c.redis],
-    ['other processes on the machine', c.others],
-  ] as const;
-  const top = [...consumers].sort((a, b) => b[1] - a[1])[0]!;
-  const perSession = at.cpuMsPerSession;
-  const cpuMs = perSession.thisProcess + perSession.dynamoLocal + perSession.redis;
-  const cpuBound = (s.cpus * 1000) / cpuMs;
-  const busy = c.machine / s.cpus;
-  const p = at.profile;
-  const idle = p['idle (waiting for I/O)'] ?? 0;
-  const ours = p['our code (lib, functions)'] ?? 0;
-  const sdk = p['AWS SDK'] ?? 0;
+  const saturated = rows.filter((r) => r.cores.machine >= SATURATED * s.cpus);
+  const best = [...rows].sort((a, b) => b.sessionsPerSecond - a.sessionsPerSecond)[0]!;
+  const ddbMs = avg(rows.map((r) => r.cpuMsPerSession.dynamoLocal));
+  const ourMs = avg(rows.map((r) => r.cpuMsPerSession.thisProcess));
+  const redisMs = avg(rows.map((r) => r.cpuMsPerSession.redis));
+  const others = avg(rows.map((r) => r.cores.others));
+  const p = best.profile;
+  const share = (k: keyof typeof p) => p[k] ?? 0;
+
+  const where =
+    saturated.length === rows.length
+      ? `The machine was saturated at every level (at least ${pct(SATURATED)} of its ${s.cpus} CPUs busy), so the run is CPU-bound from concurrency ${rows[0]!.concurrency} on: more concurrency only queues work. ` +
+        `Each level's rate is the CPU our stack (this process, DynamoDB Local, Redis) got divided by the CPU one session needs: ${rows.map((r) => `c=${r.concurrency}: ${stackCores(r).toFixed(2)} cores ÷ ${r1(stackMs(r))} ms`).join(', ')}; ` +
+        `the differences between levels are what the machine's other work left over, and a session getting slightly cheaper as batches grow.`
+      : (() => {
+          const flat = flatPoint(rows);
+          return flat ? `The curve flattens after concurrency ${flat.concurrency} (the next level adds less than ${Math.round((FLAT_GAIN - 1) * 100)}%).` : `It was still rising at ${rows.at(-1)!.concurrency}.`;
+        })();
+  const who =
+    ddbMs > ourMs
+      ? `DynamoDB Local is the larger consumer: it needs more CPU per session than our process does, so what flattens the curve is DynamoDB Local (and the other work) on ${s.cpus} cores, not our code.`
+      : `Our process is the larger consumer: it needs more CPU per session than DynamoDB Local does, so our code is what to make cheaper first.`;
   const lines = [
-    `**Conclusion.** Sessions/s: ${curve}. ${flat ? `The curve flattens between concurrency ${flat.from.concurrency} and ${flat.to.concurrency} (less than ${Math.round((FLAT_GAIN - 1) * 100)}% more).` : `It was still rising at ${at.concurrency}.`}`,
-    `At concurrency ${at.concurrency} the machine's ${s.cpus} CPUs were ${pct(busy)} busy: DynamoDB Local used ${c.dynamoLocal} cores, this process ${c.thisProcess}, Redis ${c.redis}, other processes ${c.others}.`,
-    `One session cost ${perSession.dynamoLocal} ms of DynamoDB Local CPU, ${perSession.thisProcess} ms of ours and ${perSession.redis} ms of Redis: ${Math.round(cpuMs)} ms in all, so ${s.cpus} CPUs cap this run near ${Math.round(cpuBound)} sessions/s even with nothing else running (measured: ${at.sessionsPerSecond}/s).`,
-    busy >= 0.8
-      ? `The limit is CPU on this machine, and the largest share is ${top[0]}'s${perSession.dynamoLocal > perSession.thisProcess ? ': DynamoDB Local spends more CPU per session than our process does, so the flat curve measures DynamoDB Local on 2 cores, not our code' : ': our process spends more CPU per session than DynamoDB Local, so our code is what to optimize first'}.`
-      : `The machine still had idle CPU (${pct(1 - busy)}), so the flattening is latency: requests waiting on DynamoDB Local's answers, not CPU.`,
-    c.others >= 0.25 * s.cpus
-      ? `Other work on this shared machine took ${c.others} of its ${s.cpus} cores during the level, so the absolute rates are lower than on an idle machine; the per-session CPU costs are the comparable numbers.`
-      : '',
+    `**Conclusion.** Sessions/s: ${curve}. ${where}`,
+    `Per session, DynamoDB Local used ${r1(ddbMs)} ms of CPU, this process ${r1(ourMs)} ms and Redis ${r1(redisMs)} ms (averages over the levels): ${who}`,
+    `With the whole machine to itself the stack would top out near ${Math.round((s.cpus * 1000) / (ddbMs + ourMs + redisMs))} sessions/s (${s.cpus} CPUs ÷ ${Math.round(ddbMs + ourMs + redisMs)} ms per session); other work took ${others.toFixed(2)} cores on average during this run.`,
+    `Inside this process (main thread, CPU profile of the same run, at the best level c=${best.concurrency}) our own code took ${share('our code (lib, functions)')}% of the time, the AWS SDK ${share('AWS SDK')}%, the Redis client ${share('Redis client')}%, node internals (sockets, timers) ${share('node internals')}%, the bench's load generator ${share('bench harness')}%, and the thread was idle, waiting for answers, ${share('idle (waiting for I/O)')}% of the time: this process is not what limits the run.`,
     rows.some((r) => r.peakDynamoInFlight > SDK_MAX_SOCKETS)
-      ? `Above ${SDK_MAX_SOCKETS} DynamoDB calls in flight the SDK's default agent (${SDK_MAX_SOCKETS} sockets per client) queues the rest in this one process; a Lambda container has its own client and one request at a time, so that queue is an artifact of the load generator.`
+      ? `(Above ${SDK_MAX_SOCKETS} DynamoDB calls in flight the SDK's default agent, ${SDK_MAX_SOCKETS} sockets per client, queues the rest in this one process; a Lambda container has its own client and one request at a time, so that queue belongs to the load generator.)`
       : '',
-    `Inside this process (main thread, CPU profile of the same run) our own code took ${ours}% of the time, the AWS SDK ${sdk}%, the bench's load generator (building requests, parsing answers: API Gateway's and the client's work in production) ${p['bench harness'] ?? 0}%, and the thread was idle, waiting for answers, ${idle}% of the time.`,
   ];
   return lines.filter(Boolean).join(' ');
 }
