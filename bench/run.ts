@@ -1,12 +1,15 @@
 // `npm run bench`: starts its own local stack, runs every benchmark, writes
 // bench/results/<timestamp>.json + latest.json, prints a summary table and regenerates bench/README.md.
-// BENCH_SCALE (default 1) multiplies iteration counts; BENCH_ONLY=lease,commit,... picks sections.
-import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+// BENCH_SCALE (default 1) multiplies iteration counts; `npm run bench -- lease commit` or
+// BENCH_ONLY=lease,commit picks sections (their results are merged into latest.json). `capacity`
+// (bench/capacity: writes bench/CAPACITY.md; its scaling run takes minutes) runs only when named.
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { startLocalStack } from '../infra/local/stack.js';
 import { startRedis } from '../infra/local/processes.js';
 import { makeCoordinator } from '../test/support/chaos/coordinator.js';
 import { benchBundles } from './bundle-bench.js';
+import { benchCapacity, type CapacityResults } from './capacity/index.js';
 import { benchCommit } from './commit-bench.js';
 import { benchContention, benchLoser } from './contention-bench.js';
 import { goalsOf } from './goals.js';
@@ -18,8 +21,9 @@ import { benchTokens } from './token-bench.js';
 
 const scale = Number(process.env.BENCH_SCALE ?? 1) || 1;
 const n = (x: number) => Math.max(3, Math.round(x * scale));
-const only = new Set((process.env.BENCH_ONLY ?? '').split(',').filter(Boolean));
-const want = (s: string) => only.size === 0 || only.has(s);
+const named = process.argv.slice(2).filter((a) => !a.startsWith('--'));
+const only = new Set([...named, ...(process.env.BENCH_ONLY ?? '').split(',').filter(Boolean)]);
+const want = (s: string) => (only.size === 0 ? s !== 'capacity' : only.has(s));
 const root = fileURLToPath(new URL('..', import.meta.url));
 
 // `--readme-only`: re-render bench/README.md from the last results and the last chaos counts.
@@ -35,7 +39,7 @@ const started = Date.now();
 const stack = await startLocalStack({ redisNodes: 3, tableName: 'session-lineage-bench', env: {} });
 const single = await startRedis();
 const coord = await makeCoordinator({ redisUrls: stack.redisUrls, dynamodbEndpoint: stack.dynamodbEndpoint, tableName: stack.tableName });
-const results: BenchResults = { startedAt: new Date(started).toISOString(), scale, node: process.version, cpus: (await import('node:os')).cpus().length };
+const results: BenchResults & { capacity?: CapacityResults } = { startedAt: new Date(started).toISOString(), scale, node: process.version, cpus: (await import('node:os')).cpus().length };
 const step = (name: string) => console.error(`[bench] ${name} (${((Date.now() - started) / 1000).toFixed(0)} s)`);
 try {
   if (want('lease')) {
@@ -77,6 +81,9 @@ try {
       DYNAMODB_ENDPOINT: stack.dynamodbEndpoint,
     });
   }
+  if (want('capacity')) {
+    results.capacity = await benchCapacity({ stack, scalingSessions: Number(process.env.BENCH_SCALING ?? 1) ? Math.max(20, Math.round(2000 * scale)) : 0, step });
+  }
 } finally {
   await coord.close();
   await single.stop();
@@ -87,7 +94,13 @@ results.goals = goalsOf(results);
 mkdirSync(`${root}bench/results`, { recursive: true });
 const stamp = results.startedAt.replace(/[:.]/g, '-');
 writeFileSync(`${root}bench/results/${stamp}.json`, JSON.stringify(results, null, 2) + '\n');
-writeFileSync(`${root}bench/results/latest.json`, JSON.stringify(results, null, 2) + '\n');
+// A partial run replaces only its own sections of latest.json (the run facts stay those of the last full run).
+const latest = `${root}bench/results/latest.json`;
+const previous = only.size > 0 && existsSync(latest) ? (JSON.parse(readFileSync(latest, 'utf8')) as Record<string, unknown>) : undefined;
+const runFacts = new Set(['startedAt', 'scale', 'node', 'cpus', 'durationSeconds']);
+const fresh = Object.fromEntries(Object.entries(results).filter(([k]) => !previous || !runFacts.has(k)));
+writeFileSync(latest, JSON.stringify({ ...previous, ...fresh }, null, 2) + '\n');
 console.log(summaryTable(results));
+if (results.capacity) console.log(`\ncapacity model: bench/CAPACITY.md (${results.capacity.operations.length} operations priced)`);
 if (only.size === 0) writeReadme(`${root}bench/README.md`, results);
 console.log(`\nbench took ${results.durationSeconds} s; results in bench/results/latest.json`);

@@ -4,6 +4,7 @@
 // at init, so loading the config itself never touches AWS.
 import * as z from 'zod/mini';
 import type { EngineConfig } from './compressors/engine-config.js';
+import { DEFAULT_ATTEMPT_SHARDS, DEFAULT_ROTATION_SHARDS } from './lineage/dynamo/keys.js';
 
 export type CompactionMode = 'rotate' | 'in_place';
 
@@ -27,6 +28,9 @@ export interface Config {
   metricsNamespace: string;
   region: string;
   tableName: string;
+  /** Shards of the sparse attemptsByExpiry / rotationsByTime indexes (bench/CAPACITY.md); raise only, never lower. */
+  attemptShards: number;
+  rotationShards: number;
   dynamo: DynamoSettings;
   redis: RedisSource;
   /** PEM of a private CA for `rediss://` nodes (REDIS_TLS_CA; `\n` escapes allowed). Not a secret. */
@@ -91,6 +95,8 @@ const envSchema = z.object({
   ...engineShape,
   AWS_REGION: z._default(z.string(), 'us-east-1'),
   TABLE_NAME: z._default(z.string(), 'session-lineage'),
+  ATTEMPT_SHARDS: z._default(positiveInt(), DEFAULT_ATTEMPT_SHARDS),
+  ROTATION_SHARDS: z._default(positiveInt(), DEFAULT_ROTATION_SHARDS),
   DYNAMODB_ENDPOINT: z.optional(anyUrl),
   DYNAMODB_MAX_ATTEMPTS: z._default(positiveInt(), 3),
   DYNAMODB_CONNECT_TIMEOUT_MS: z._default(positiveInt(), 1_000),
@@ -169,6 +175,8 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     metricsNamespace: e.POWERTOOLS_METRICS_NAMESPACE,
     region: e.AWS_REGION,
     tableName: e.TABLE_NAME,
+    attemptShards: e.ATTEMPT_SHARDS,
+    rotationShards: e.ROTATION_SHARDS,
     dynamo: {
       endpoint: e.DYNAMODB_ENDPOINT,
       maxAttempts: e.DYNAMODB_MAX_ATTEMPTS,

@@ -126,6 +126,8 @@ export class Runtime implements HandlerTelemetry {
         store = new DynamoLineageStore({
           client: dynamo,
           tableName: config.tableName,
+          attemptShards: config.attemptShards,
+          rotationShards: config.rotationShards,
           idempotencyTtlSeconds: config.idempotencyTtlSeconds,
           archiveRetentionSeconds: config.archiveRetentionSeconds,
           onWarning: (warning) => this.logger.warn(warning),

@@ -27,14 +27,12 @@ import {
 } from './keys.js';
 import { liveTipOf } from './links.js';
 import { isConditionFailure } from './retry.js';
-import { oldImageOf, type Key, type Table } from './table.js';
+import { forEachShard, oldImageOf, type Key, type Table } from './table.js';
 
 /** Attempt attributes a commit, abandon or cleanup removes. */
 export const ATTEMPT_ATTRS = '#attempt, #attemptShard, #leaseExpiresAt, #attemptWatermark, #seal';
 /** How long after an in-place commit the sweep takes over archiving if the committer's background run did not finish. */
 const ARCHIVE_GRACE_MS = 120_000;
-/** Shard queries one sweep listing runs at once. */
-const SHARD_QUERY_CONCURRENCY = 16;
 
 /** The fence counter is usable: present and at or above the generation (or a fresh record). */
 const FENCE_COUNTER_OK =
@@ -214,23 +212,17 @@ export class Attempts {
    * still held) never starves the others (S1).
    */
   async listSweepWork(now: number, limit: number): Promise<SweepPage> {
-    const shards = allShards('A', this.table.attemptShards);
-    const perShard: Key[][] = new Array<Key[]>(shards.length);
-    for (let i = 0; i < shards.length; i += SHARD_QUERY_CONCURRENCY) {
-      await Promise.all(
-        shards.slice(i, i + SHARD_QUERY_CONCURRENCY).map(async (shard, j) => {
-          perShard[i + j] = await this.table.queryIndex<Key>(
-            {
-              IndexName: ATTEMPTS_INDEX,
-              KeyConditionExpression: '#s = :s AND #e < :now',
-              ExpressionAttributeNames: { '#s': 'attemptShard', '#e': 'leaseExpiresAt' },
-              ExpressionAttributeValues: { ':s': shard, ':now': now },
-            },
-            limit,
-          );
-        }),
-      );
-    }
+    const perShard = await forEachShard(allShards('A', this.table.attemptShards), (shard) =>
+      this.table.queryIndex<Key>(
+        {
+          IndexName: ATTEMPTS_INDEX,
+          KeyConditionExpression: '#s = :s AND #e < :now',
+          ExpressionAttributeNames: { '#s': 'attemptShard', '#e': 'leaseExpiresAt' },
+          ExpressionAttributeValues: { ':s': shard, ':now': now },
+        },
+        limit,
+      ),
+    );
     const keys: Key[] = [];
     for (let i = 0; keys.length < limit && perShard.some((items) => i < items.length); i++) {
       for (const items of perShard) if (i < items.length && keys.length < limit) keys.push(items[i]!);

@@ -5,7 +5,7 @@ import { ScanCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import type { ForkReport } from '../types.js';
 import { allShards, CHILDREN_INDEX, ROTATIONS_INDEX } from './keys.js';
 import { isConditionFailure } from './retry.js';
-import type { Key, Table } from './table.js';
+import { forEachShard, type Key, type Table } from './table.js';
 
 const SWEEP_CHECKPOINT: Key = { pk: 'SWEEP', sk: 'CHECKPOINT' };
 
@@ -15,17 +15,15 @@ export class Forks {
   async recent(since: number): Promise<ForkReport[]> {
     const sinceIso = new Date(since).toISOString();
     const parents = new Set<string>();
-    await Promise.all(
-      allShards('R', this.table.rotationShards).map(async (shard) => {
-        const rows = await this.table.queryIndex<{ parentKey: string }>({
-          IndexName: ROTATIONS_INDEX,
-          KeyConditionExpression: '#s = :s AND #c >= :since',
-          ExpressionAttributeNames: { '#s': 'rotationShard', '#c': 'createdAt' },
-          ExpressionAttributeValues: { ':s': shard, ':since': sinceIso },
-        });
-        for (const r of rows) parents.add(r.parentKey);
-      }),
-    );
+    await forEachShard(allShards('R', this.table.rotationShards), async (shard) => {
+      const rows = await this.table.queryIndex<{ parentKey: string }>({
+        IndexName: ROTATIONS_INDEX,
+        KeyConditionExpression: '#s = :s AND #c >= :since',
+        ExpressionAttributeNames: { '#s': 'rotationShard', '#c': 'createdAt' },
+        ExpressionAttributeValues: { ':s': shard, ':since': sinceIso },
+      });
+      for (const r of rows) parents.add(r.parentKey);
+    });
     const forks: ForkReport[] = [];
     for (const parentKey of parents) {
       const children = await this.table.queryIndex<Key>({

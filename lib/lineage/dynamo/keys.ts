@@ -18,13 +18,17 @@ export const CHILDREN_INDEX = 'childrenByParent';
 export const ROTATIONS_INDEX = 'rotationsByTime';
 
 /**
- * Default shard counts of the two sparse, time-ordered indexes. Each attempt writes
- * attemptsByExpiry about twice (begin, commit) and each index partition takes 1,000 WCU/s, so
- * 64 shards keep that index above 10,000 compactions/s with room to spare (bench/CAPACITY.md).
+ * Default shard counts of the two sparse, time-ordered indexes, sized by `npm run bench -- capacity`
+ * (bench/CAPACITY.md) so neither caps the service below 10,000 compactions/s: each index partition
+ * takes 1,000 WCU/s, a compaction writes its attemptsByExpiry shard at begin and commit (an in-place
+ * one also its archive task) and again on every lease refresh (the attempt record's extend moves
+ * its entry), and a rotation writes one rotationsByTime entry, all at transactional cost.
  * Shard counts may only grow: the sweep queries every shard below the configured count.
  */
-export const DEFAULT_ATTEMPT_SHARDS = 64;
-export const DEFAULT_ROTATION_SHARDS = 16;
+export const DEFAULT_ATTEMPT_SHARDS = 128;
+export const DEFAULT_ROTATION_SHARDS = 32;
+/** Shard queries one sweep step runs at once: every shard is read each run, never all at once. */
+export const SHARD_QUERY_CONCURRENCY = 16;
 
 const PAD = 10;
 

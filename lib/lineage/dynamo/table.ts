@@ -20,7 +20,7 @@ import { SessionNotFoundError, StoreRetryableError } from '../errors.js';
 import { deleteAll, putAll } from './batch-writes.js';
 import { expression, updateExpression, type ExpressionParts } from './expression.js';
 import { fromMessageItem, withDefaults, type MessageItem, type MetaItem, type StoredMeta } from './items.js';
-import { DEFAULT_ATTEMPT_SHARDS, DEFAULT_ROTATION_SHARDS, messageSk, metaKey } from './keys.js';
+import { DEFAULT_ATTEMPT_SHARDS, DEFAULT_ROTATION_SHARDS, messageSk, metaKey, SHARD_QUERY_CONCURRENCY } from './keys.js';
 import { backoffDelay, cancellationCodes, DEFAULT_RETRY, isConditionFailure, sleep, withRetry, type RetryOptions } from './retry.js';
 
 export type TransactItem = NonNullable<TransactWriteCommandInput['TransactItems']>[number];
@@ -271,6 +271,16 @@ export function conditionFailedAt(err: unknown, index: number): boolean {
   if (!isConditionFailure(err)) return false;
   const codes = cancellationCodes(err);
   return codes.length === 0 ? index === 0 : codes[index] === 'ConditionalCheckFailed';
+}
+
+/** `fn` over every shard, at most SHARD_QUERY_CONCURRENCY at once; results in shard order. */
+export async function forEachShard<R>(shards: readonly string[], fn: (shard: string) => Promise<R>): Promise<R[]> {
+  const out = new Array<R>(shards.length);
+  for (let i = 0; i < shards.length; i += SHARD_QUERY_CONCURRENCY) {
+    const batch = await Promise.all(shards.slice(i, i + SHARD_QUERY_CONCURRENCY).map(fn));
+    batch.forEach((r, j) => (out[i + j] = r));
+  }
+  return out;
 }
 
 export function withoutUndefined<T extends object>(item: T): T {
