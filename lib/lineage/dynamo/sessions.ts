@@ -112,7 +112,17 @@ export class Sessions {
     let meta = first;
     let prepared: PreparedItems | undefined;
     for (let round = 0; round < MAX_WRITE_ROUNDS; round++) {
-      meta = await this.writableMeta(ref, meta);
+      try {
+        meta = await this.writableMeta(ref, meta);
+      } catch (err) {
+        // A retry that raced its own first try: that try may have landed just before the session
+        // ended (our key read came first). Once ended, nothing more can land, so a second read of
+        // the key is final; answering 409 instead would send the client to append again on the child.
+        if (!(err instanceof SessionEndedError) || !idem || !idemKey) throw err;
+        const landed = liveRecord(await this.table.getItem<IdempotencyRecord>(idemKey), this.table.now());
+        if (landed) return { replayed: true, response: replay(landed, idem) };
+        throw err;
+      }
       prepared ??= input.prepare(toSessionRecord(meta));
       const n = prepared.items.length;
       if (n === 0 || n > MAX_ATOMIC_APPEND_ITEMS) throw new RangeError(`an append holds 1-${MAX_ATOMIC_APPEND_ITEMS} items, got ${n}`);

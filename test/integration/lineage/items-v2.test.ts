@@ -45,6 +45,44 @@ describe('idempotent appends (A3)', () => {
     expect(await store.readAll(ref)).toEqual([msg(1)]);
   });
 
+  it('A3/I2: a retry whose key read beat its first try, and whose session read saw the rotation after it, replays (never 409)', async () => {
+    // The first try is still in flight when the client retries: the retry reads "no such key",
+    // then the first try lands, then a rotation ends the session, then the retry reads "ended".
+    // A 409 here would send the client to append the same items again on the child.
+    const ref = await newSession(store, msgs(1, 4));
+    const idem = key();
+    const retryClient = dynamoClient();
+    let release!: () => void;
+    const raced = new Promise<void>((r) => (release = r));
+    let armed = true;
+    retryClient.middlewareStack.add(
+      (next) => async (args) => {
+        const input = args.input as { Key?: { sk?: unknown } };
+        const sk = typeof input.Key?.sk === 'string' ? input.Key.sk : '';
+        if (!armed || !sk) return next(args);
+        if (sk.startsWith('IDEM#')) {
+          const out = await next(args); // "no such key": the first try has not landed yet
+          await store.appendItems(ref, { prepare: asIs([msg(5)]), idempotency: idem, respond });
+          await store.commitRotation(ref, await begin(store, ref), commitInput([msg(1)]));
+          release();
+          return out;
+        }
+        if (sk === 'META') {
+          await raced;
+          armed = false;
+        }
+        return next(args);
+      },
+      { step: 'initialize', name: 'retryRacesFirstTry' },
+    );
+    try {
+      const again = await makeStore(retryClient).appendItems(ref, { prepare: asIs([msg(5)]), idempotency: idem, respond });
+      expect(again).toEqual({ replayed: true, response: { status: 200, body: { count: 5, appended: 1 } } });
+    } finally {
+      retryClient.destroy();
+    }
+  });
+
   it('A3: 20 identical requests racing land once; every one answers the same response', async () => {
     const ref = await newSession(store, []);
     const idem = key();
