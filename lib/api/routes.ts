@@ -153,14 +153,19 @@ export const routes: readonly Route[] = [
       const ref = refOf(ctx);
       if (q.tail !== undefined) {
         if (q.cursor !== undefined || q.limit !== undefined) throw invalidField('tail', 'cannot be combined with cursor or limit');
-        const { items } = await ctx.deps.store.readTail(ref, q.tail, MAX_PAGE_BYTES);
-        return { status: 200, body: { messages: items, nextCursor: null } };
+        const { items, truncated, session } = await ctx.deps.store.readTail(ref, q.tail, MAX_PAGE_BYTES);
+        return { status: 200, body: { messages: items, nextCursor: null, truncated, session: sessionView(session) } };
       }
       const from = q.cursor === undefined ? undefined : decodeCursor(ref.tenantId, ref.sessionId, q.cursor);
       const page = await ctx.deps.store.readPage(ref, { limit: q.limit ?? DEFAULT_LIMIT, maxBytes: MAX_PAGE_BYTES, ...optional('from', from) });
       return {
         status: 200,
-        body: { messages: page.items, nextCursor: page.next ? encodeCursor(ref.tenantId, ref.sessionId, page.next) : null },
+        body: {
+          messages: page.items,
+          nextCursor: page.next ? encodeCursor(ref.tenantId, ref.sessionId, page.next) : null,
+          truncated: false,
+          session: sessionView(page.session),
+        },
       };
     },
   },
@@ -177,9 +182,10 @@ export const routes: readonly Route[] = [
     path: '/sessions/{id}/lineage',
     async handle(ctx) {
       const chain = await ctx.deps.store.lineage(refOf(ctx));
-      const tip = chain.at(-1);
-      if (!tip) throw notFound(ctx.params.id!);
-      return { status: 200, body: { chain: chain.map(sessionView), tip: tip.sessionId } };
+      const last = chain.at(-1);
+      if (!last) throw notFound(ctx.params.id!);
+      // The live tip; a deleted last session leaves the conversation without one.
+      return { status: 200, body: { chain: chain.map(sessionView), tip: last.deletedAt ? null : last.sessionId } };
     },
   },
   {

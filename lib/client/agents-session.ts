@@ -106,9 +106,8 @@ export class LineageSession implements OpenAIResponsesCompactionAwareSession {
    * between chunks, the session holds the first chunks and nothing of the rest.
    */
   async addItems(items: AgentInputItem[]): Promise<void> {
-    // Cast: the document types ResponsesItem.callId/call_id as string, the SDK (and the
-    // service's validator) also allow null on hosted tool items.
-    for (const chunk of chunks(items as Item[])) await this.#appendChunk(chunk);
+    // Cast: AgentInputItem and the document's Item describe the same JSON with different types.
+    for (const chunk of chunks(items)) await this.#appendChunk(chunk);
   }
 
   /** Removes the conversation's last item (DELETE .../messages/last on the live session). */
@@ -243,7 +242,7 @@ export class LineageSession implements OpenAIResponsesCompactionAwareSession {
 
   async #followLineage(id: string): Promise<string> {
     const { chain, tip } = await this.#client.lineage(id);
-    if (chain.at(-1)?.deletedAt !== undefined) throw new LineageError(`the live session of ${id}'s conversation (${tip}) was deleted`);
+    if (tip === null) throw new LineageError(`the live session of ${id}'s conversation (${chain.at(-1)?.sessionId}) was deleted`);
     return this.#moveTo(id, tip, 'lineage');
   }
 

@@ -151,7 +151,7 @@ export class LineageClient {
   }
 
   /** GET /sessions/{id}/messages: one page in order; pass the previous page's nextCursor to go on. */
-  async listMessages(id: string, query: PageOptions & { cursor?: string } = {}, opts: CallOptions = {}): Promise<MessagesPage> {
+  async listMessages(id: string, query: PageOptions & { cursor?: string; tail?: number } = {}, opts: CallOptions = {}): Promise<MessagesPage> {
     const r = await this.#send('repeatable', opts, (signal) =>
       this.#api.GET('/sessions/{id}/messages', { params: { path: { id }, query: { ...query } }, signal }),
     );
@@ -159,8 +159,8 @@ export class LineageClient {
   }
 
   /**
-   * The latest n items (1-1000) in chronological order. The service may return fewer than n
-   * when they would not fit in one response (4.5 MB); `session.messageCount` tells them apart.
+   * The latest n items (1-1000) in chronological order. The service returns fewer than n when
+   * they would not fit in one response (4.5 MB) and says so (`truncated` in listMessages(id, { tail: n }), which also returns the session).
    */
   async tail(id: string, n: number, opts: CallOptions = {}): Promise<Item[]> {
     const r = await this.#send('repeatable', opts, (signal) =>

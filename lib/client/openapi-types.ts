@@ -157,8 +157,8 @@ export interface components {
         ResponsesItem: {
             type?: string;
             role?: string;
-            callId?: string;
-            call_id?: string;
+            callId?: string | null;
+            call_id?: string | null;
             synthetic?: boolean;
         } & {
             [key: string]: unknown;
@@ -216,6 +216,10 @@ export interface components {
         MessagesPage: {
             messages: components["schemas"]["Item"][];
             nextCursor: string | null;
+            /** @description tail only: true when the latest N items exceeded the 4.5 MB response bound and only the newest that fit are returned (page the session with limit/cursor for the rest); always false for limit/cursor pages, whose nextCursor continues */
+            truncated: boolean;
+            /** @description The session as read with these items: endedAt/childSessionId say whether it is still live */
+            session: components["schemas"]["Session"];
         };
         PopResponse: {
             removed: components["schemas"]["Item"] | null;
@@ -223,7 +227,8 @@ export interface components {
         };
         LineageResponse: {
             chain: components["schemas"]["Session"][];
-            tip: string;
+            /** @description The live tip: the chain's last session, or null when that session was deleted (the conversation has no live session) */
+            tip: string | null;
         };
         CompressRequest: {
             /**
@@ -392,6 +397,15 @@ export interface operations {
             };
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
+            /** @description conflict: the generated session id already exists (practically never; retry the request) */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
             413: components["responses"]["TooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
             422: components["responses"]["IdempotencyKeyReused"];
@@ -458,7 +472,7 @@ export interface operations {
                 limit?: number;
                 /** @description The nextCursor of the previous page (opaque) */
                 cursor?: string;
-                /** @description The latest N items in chronological order; not combined with limit or cursor */
+                /** @description The latest N items in chronological order, as many of them as fit in 4.5 MB (truncated says when fewer came back); not combined with limit or cursor */
                 tail?: number;
             };
             header?: never;
@@ -528,13 +542,13 @@ export interface operations {
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
             404: components["responses"]["NotFound"];
-            /** @description session_ended (continue on liveSessionId, the live tip of the chain) or count_mismatch (expectedCount differs; messageCount is the current count) */
+            /** @description session_ended (continue on liveSessionId, the live tip of the chain), count_mismatch (expectedCount differs; messageCount is the current count) or lineage_too_deep (the session ended and its chain is longer than the service follows) */
             409: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["SessionEndedError"] | components["schemas"]["CountMismatchError"];
+                    "application/json": components["schemas"]["SessionEndedError"] | components["schemas"]["CountMismatchError"] | components["schemas"]["Error"];
                 };
             };
             413: components["responses"]["TooLarge"];
@@ -567,13 +581,13 @@ export interface operations {
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
             404: components["responses"]["NotFound"];
-            /** @description session_ended: continue on liveSessionId */
+            /** @description session_ended (continue on liveSessionId) or lineage_too_deep (the session ended and its chain is longer than the service follows) */
             409: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["SessionEndedError"];
+                    "application/json": components["schemas"]["SessionEndedError"] | components["schemas"]["Error"];
                 };
             };
             500: components["responses"]["Internal"];

@@ -122,6 +122,12 @@ export interface ItemPage {
   next: PagePosition | null;
 }
 
+export interface TailRead {
+  session: SessionRecord;
+  items: Item[];
+  truncated: boolean;
+}
+
 export interface PopResult {
   session: SessionRecord;
   removed: Item | null;
@@ -201,8 +207,11 @@ export interface LineageStore {
   appendItems(ref: SessionRef, input: AppendInput): Promise<AppendResult>;
   /** One page of the active generation, in order (A5). StaleCursorError when the generation was replaced. */
   readPage(ref: SessionRef, page: PageRequest): Promise<ItemPage>;
-  /** The latest `limit` items in chronological order (A5 tail), cut to `maxBytes` by dropping the oldest. */
-  readTail(ref: SessionRef, limit: number, maxBytes: number): Promise<{ session: SessionRecord; items: Item[] }>;
+  /**
+   * The latest `limit` items in chronological order (A5 tail), cut to `maxBytes` by dropping the
+   * oldest; `truncated` says the cut dropped some of the `limit` (older items were left out).
+   */
+  readTail(ref: SessionRef, limit: number, maxBytes: number): Promise<TailRead>;
   /** Every active item (in-process callers and tests; the API pages). */
   readAll(ref: SessionRef): Promise<Item[]>;
   /** A6: removes the last item; an in-flight attempt that snapshotted it can no longer commit. */

@@ -20,6 +20,7 @@ import type {
   CreateResult,
   CreateSessionInput,
   ItemPage,
+  TailRead,
   PageRequest,
   PopResult,
   PreparedItems,
@@ -203,10 +204,11 @@ export class Sessions {
     return { session: toSessionRecord(meta), items: items.map(fromMessageItem), next };
   }
 
-  async readTail(ref: SessionRef, limit: number, maxBytes: number): Promise<{ session: SessionRecord; items: Item[] }> {
+  async readTail(ref: SessionRef, limit: number, maxBytes: number): Promise<TailRead> {
     const meta = await this.table.requireMeta(ref);
-    const { items } = await this.table.queryRange(sessionPk(ref), meta.generation, 1, meta.lastSeq, { limit, maxBytes, newestFirst: true });
-    return { session: toSessionRecord(meta), items: items.reverse().map(fromMessageItem) };
+    const { items, more } = await this.table.queryRange(sessionPk(ref), meta.generation, 1, meta.lastSeq, { limit, maxBytes, newestFirst: true });
+    // Short of `limit` with more left means the size bound cut it, not the start of the session.
+    return { session: toSessionRecord(meta), items: items.reverse().map(fromMessageItem), truncated: more && items.length < limit };
   }
 
   async readAll(ref: SessionRef): Promise<Item[]> {

@@ -20,6 +20,7 @@ import type {
   ForkReport,
   InPlaceCommitted,
   ItemPage,
+  TailRead,
   LineageStore,
   PageRequest,
   PopResult,
@@ -76,7 +77,7 @@ export class DynamoLineageStore implements LineageStore {
   readPage(ref: SessionRef, page: PageRequest): Promise<ItemPage> {
     return this.sessions.readPage(ref, page);
   }
-  readTail(ref: SessionRef, limit: number, maxBytes: number): Promise<{ session: SessionRecord; items: Item[] }> {
+  readTail(ref: SessionRef, limit: number, maxBytes: number): Promise<TailRead> {
     return this.sessions.readTail(ref, limit, maxBytes);
   }
   readAll(ref: SessionRef): Promise<Item[]> {

@@ -235,10 +235,13 @@ describe('paging (A5)', () => {
 
   it('A5: tail returns the latest N in chronological order, cut by bytes from the oldest end', async () => {
     const ref = await newSession(store, msgs(1, 20));
-    expect((await store.readTail(ref, 5, 4_500_000)).items).toEqual(msgs(16, 20));
-    expect((await store.readTail(ref, 50, 4_500_000)).items).toEqual(msgs(1, 20));
+    expect(await store.readTail(ref, 5, 4_500_000)).toMatchObject({ items: msgs(16, 20), truncated: false });
+    expect(await store.readTail(ref, 50, 4_500_000)).toMatchObject({ items: msgs(1, 20), truncated: false });
+    expect(await store.readTail(ref, 20, 4_500_000)).toMatchObject({ items: msgs(1, 20), truncated: false });
     const two = JSON.stringify(msg(19)).length + JSON.stringify(msg(20)).length;
-    expect((await store.readTail(ref, 5, two)).items).toEqual(msgs(19, 20));
+    // Cut by the size bound: fewer than asked, and it says so (the client pages for the rest).
+    expect(await store.readTail(ref, 5, two)).toMatchObject({ items: msgs(19, 20), truncated: true });
+    expect(await store.readTail(ref, 2, two)).toMatchObject({ items: msgs(19, 20), truncated: false });
   });
 });
 

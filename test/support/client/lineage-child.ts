@@ -50,7 +50,7 @@ class RecordingSession extends LineageSession {
     await super.addItems(items);
     // One event per append; these tests add far fewer than 98 items at a time.
     if (this.landed.length !== 1) throw new Error(`expected one append, saw ${this.landed.length}`);
-    emit({ kind: 'added', items: items as Item[], sessionId: this.landed[0]!, t0, t1: Date.now() });
+    emit({ kind: 'added', items: items, sessionId: this.landed[0]!, t0, t1: Date.now() });
   }
 }
 

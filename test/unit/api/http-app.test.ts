@@ -61,7 +61,7 @@ function deps(over: Partial<LineageStore> = {}, compact?: (o: unknown) => Promis
       return { replayed: false, session: { ...session, messageCount: prepared.items.length }, appended: prepared.items.length };
     }),
     readPage: vi.fn(async () => ({ session, items: [{ role: 'user', content: 'a' }], next: { generation: 1, afterSeq: 1 } })),
-    readTail: vi.fn(async () => ({ session, items: [{ role: 'user', content: 'z' }] })),
+    readTail: vi.fn(async () => ({ session, items: [{ role: 'user', content: 'z' }], truncated: true })),
     ...over,
   } as unknown as LineageStore;
   const logger = { debug: vi.fn(), info: vi.fn(), warn: vi.fn(), error: vi.fn() };
@@ -284,7 +284,12 @@ describe('HTTP API validation', () => {
     const next = await get({ cursor: page.body.nextCursor });
     expect(next.status).toBe(200);
     expect(vi.mocked(store.readPage).mock.calls.at(-1)![1]).toMatchObject({ from: { generation: 1, afterSeq: 1 }, limit: 500 });
-    expect(await get({ tail: '3' })).toMatchObject({ status: 200, body: { messages: [{ content: 'z' }], nextCursor: null } });
+    // A tail cut by the size bound says so; every page carries the session it was read from.
+    expect(await get({ tail: '3' })).toMatchObject({
+      status: 200,
+      body: { messages: [{ content: 'z' }], nextCursor: null, truncated: true, session: { sessionId: 's1', endedAt: null } },
+    });
+    expect(page.body).toMatchObject({ truncated: false, session: { sessionId: 's1' } });
   });
 });
 
@@ -399,5 +404,16 @@ describe('HTTP API error mapping', () => {
     expect(del.body).toBeUndefined();
     expect(await run(d, event('DELETE', '/sessions/s1/messages/last'))).toMatchObject({ status: 200, body: { removed: { content: 'gone' }, session: { sessionId: 's1' } } });
     expect(await run(d, event('DELETE', '/sessions/s1/messages'))).toMatchObject({ status: 405 });
+  });
+
+  it('A6/C13: the lineage tip is the live session; a deleted last session leaves none (tip: null)', async () => {
+    const child: SessionRecord = { ...session, sessionId: 's2', parentSessionId: 's1' };
+    const ended: SessionRecord = { ...session, childSessionId: 's2', endedAt: '2024-01-02T00:00:00.000Z' };
+    const lineage = vi.fn(async () => [ended, child]);
+    const { d } = deps({ lineage });
+    expect(await run(d, event('GET', '/sessions/s1/lineage'))).toMatchObject({ status: 200, body: { tip: 's2' } });
+    lineage.mockResolvedValueOnce([ended, { ...child, deletedAt: '2024-01-03T00:00:00.000Z' }]);
+    const gone = await run(d, event('GET', '/sessions/s1/lineage'));
+    expect(gone).toMatchObject({ status: 200, body: { tip: null, chain: [{ sessionId: 's1' }, { sessionId: 's2', deletedAt: expect.any(String) }] } });
   });
 });
