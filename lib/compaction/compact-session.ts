@@ -89,9 +89,11 @@ export async function compactSession(
     ...(await inputIfAsked(known)),
   });
 
-  // C13: a review fork never compacts, by rule: no lease, no engine, no write.
+  // C13: a review fork never compacts, by rule: no lease, no engine, no write. It still names the
+  // session to continue on, the live tip when this one ended (C4, F1): a META read, never the transcript.
   if (req.origin === 'review') {
-    return { outcome: 'disabled', reason: 'review_origin', sessionId: ref.sessionId, warnings, ...(await inputIfAsked()) };
+    const live = (await store.liveTip(ref)) ?? ref.sessionId;
+    return { outcome: 'disabled', reason: 'review_origin', sessionId: live, warnings, ...(await inputIfAsked()) };
   }
 
   // L2/P2: one Redis round decides; a loser learns the holder from it and reads nothing else.
