@@ -2,6 +2,8 @@
 // so a table dump reveals no usable credential.
 import { createHash, randomBytes } from 'node:crypto';
 import { ConditionalCheckFailedException, GetItemCommand, PutItemCommand, type DynamoDBClient } from '@aws-sdk/client-dynamodb';
+import { isExhaustedTransient } from '../lineage/dynamo/retry.js';
+import { StoreRetryableError } from '../lineage/errors.js';
 
 /** Tenant ids become part of Redis and DynamoDB keys: no separators, bounded length. */
 export const TENANT_ID_PATTERN = /^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$/;
@@ -55,13 +57,18 @@ export class ApiKeyStore implements ApiKeyResolver {
 
   async resolve(key: string): Promise<string | null> {
     if (!key.startsWith(KEY_PREFIX) || key.length > 200) return null;
-    const out = await this.client.send(
-      new GetItemCommand({
-        TableName: this.tableName,
-        Key: { pk: { S: `APIKEY#${hashApiKey(key)}` }, sk: { S: 'APIKEY' } },
-        ProjectionExpression: 'tenantId',
-      }),
-    );
+    const out = await this.client
+      .send(
+        new GetItemCommand({
+          TableName: this.tableName,
+          Key: { pk: { S: `APIKEY#${hashApiKey(key)}` }, sk: { S: 'APIKEY' } },
+          ProjectionExpression: 'tenantId',
+        }),
+      )
+      .catch((err: unknown) => {
+        // Like every store call: a stall or outage the SDK gave up on is "retry later" (503), not a 500.
+        throw isExhaustedTransient(err) ? new StoreRetryableError(`api key lookup: ${(err as Error).name} after the client's retries`, err) : err;
+      });
     const tenantId = out.Item?.tenantId?.S;
     return tenantId && TENANT_ID_PATTERN.test(tenantId) ? tenantId : null;
   }
