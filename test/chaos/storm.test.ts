@@ -144,6 +144,7 @@ describe('storm: appends and compactions under a Redis node kill and a DynamoDB 
       follows409: tally.follows409,
       compressRequests: tally.compressRequests,
       compactionsCommitted: Object.values(ledger.stepsPerRoot).reduce((a, b) => a + b, 0),
+      rotationsAnswered: tally.rotations.length,
       compactionsPerSession: Object.values(ledger.stepsPerRoot),
       answers: tally.answers,
       // 503s answered while DynamoDB was stopped (or within 10 s after: requests queued behind it), and the others.
