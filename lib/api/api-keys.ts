@@ -15,6 +15,8 @@ import {
   type AttributeValue,
   type DynamoDBClient,
 } from '@aws-sdk/client-dynamodb';
+import { isExhaustedTransient } from '../lineage/dynamo/retry.js';
+import { StoreRetryableError } from '../lineage/errors.js';
 
 /** Tenant ids become part of Redis and DynamoDB keys: no separators, bounded length. */
 export const TENANT_ID_PATTERN = /^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$/;
@@ -87,9 +89,12 @@ export class ApiKeyStore implements ApiKeyResolver {
 
   async resolve(key: string): Promise<string | null> {
     if (!key.startsWith(KEY_PREFIX) || key.length > 200) return null;
-    const out = await this.client.send(
-      new GetItemCommand({ TableName: this.tableName, Key: keyItemKey(hashApiKey(key)), ProjectionExpression: 'tenantId' }),
-    );
+    const out = await this.client
+      .send(new GetItemCommand({ TableName: this.tableName, Key: keyItemKey(hashApiKey(key)), ProjectionExpression: 'tenantId' }))
+      .catch((err: unknown) => {
+        // Like every store call: a stall or outage the SDK gave up on is "retry later" (503), not a 500.
+        throw isExhaustedTransient(err) ? new StoreRetryableError(`api key lookup: ${(err as Error).name} after the client's retries`, err) : err;
+      });
     const tenantId = out.Item?.tenantId?.S;
     return tenantId && TENANT_ID_PATTERN.test(tenantId) ? tenantId : null;
   }

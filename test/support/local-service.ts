@@ -21,6 +21,8 @@ export interface LocalService {
   createApiKey(tenant: string): Promise<string>;
   /** Invokes a function (afterTurn, sweep, http) through the Lambda Invoke API. */
   invoke(functionKey: string, payload?: unknown): Promise<unknown>;
+  /** The last 20 kB of serverless-offline's output (the functions' logs). */
+  log(): string;
   stop(): Promise<void>;
 }
 
@@ -57,6 +59,7 @@ export async function startLocalService(opts: LocalServiceOptions = {}): Promise
       return (await keys.create(tenant)).key;
     },
     invoke: (functionKey, payload) => invokeLocal(lambdaEndpoint, functionKey, payload),
+    log: () => offline.log(),
     async stop() {
       await offline.stop();
       ddb.destroy();

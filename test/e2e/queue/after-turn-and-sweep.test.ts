@@ -6,9 +6,15 @@ import type { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ApiKeyStore } from '../../../lib/api/api-keys.js';
 import { sqsShapedEvent } from '../../../lib/after-turn/local-invoke.js';
+import { adapterFor } from '../../../lib/items/adapters.js';
+import { pairCalls } from '../../../lib/items/pairing.js';
+import type { Item } from '../../../lib/items/types.js';
 import type { DynamoLineageStore } from '../../../lib/lineage/dynamo/store.js';
+import { asIs } from '../../../lib/lineage/prepare.js';
 import type { SessionRef } from '../../../lib/session-ref.js';
+import { longResponsesTranscript } from '../../fixtures/transcripts/index.js';
 import { startLocalService, type LocalService } from '../../support/local-service.js';
+import { apiClient } from '../http/api-client.js';
 import { idempotencyRecord, transcript } from '../../integration/after-turn/harness.js';
 import { killedRotation, messageItemCount } from '../../integration/sweep/killed-invocation.js';
 import { storeOnOwnTable } from '../../integration/sweep/own-table.js';
@@ -30,9 +36,10 @@ afterAll(async () => {
 });
 
 async function seed(): Promise<SessionRef> {
-  const s = await store.createSession({ tenantId: `t-${randomUUID()}`, source: 'e2e-queue' });
-  const ref = { tenantId: s.tenantId, sessionId: s.sessionId };
-  await store.appendMessages(ref, transcript(12));
+  const created = await store.createSession({ tenantId: `t-${randomUUID()}`, source: 'e2e-queue' });
+  if (created.replayed) throw new Error('a create without an Idempotency-Key cannot be a replay');
+  const ref = { tenantId: created.session.tenantId, sessionId: created.session.sessionId };
+  await store.appendItems(ref, { prepare: asIs(transcript(12)) });
   return ref;
 }
 
@@ -79,6 +86,23 @@ describe('after-turn and sweep functions under serverless-offline', () => {
     await expect.poll(async () => (await store.children(ref)).length, { timeout: 60_000, interval: 250 }).toBe(1);
     const lineage = await call('GET', `/sessions/${sessionId}/lineage`);
     expect(lineage.body.tip).toBe((await store.children(ref))[0]?.sessionId);
+  });
+
+  it('F3/A2: a responses session appended through the API is rotated by afterTurn into a responses child with no dangling call', async () => {
+    const tenant = `t-${randomUUID()}`;
+    const api = apiClient(svc.baseUrl, (await new ApiKeyStore({ client: ddb, tableName }).create(tenant)).key);
+    const sessionId: string = (await api('POST', '/sessions', { body: { format: 'responses' } })).body.session.sessionId;
+    const items = longResponsesTranscript(10);
+    expect((await api('POST', `/sessions/${sessionId}/messages`, { body: { messages: items } })).status).toBe(200);
+
+    const ref = { tenantId: tenant, sessionId };
+    await expect.poll(async () => (await store.children(ref)).length, { timeout: 60_000, interval: 250 }).toBe(1);
+    const child = (await store.children(ref))[0]!;
+    expect(child.format).toBe('responses');
+    const live = (await api('GET', `/sessions/${child.sessionId}/messages`)).body.messages as Item[];
+    const pairing = pairCalls(live, adapterFor('responses'));
+    expect([pairing.unansweredCallIds, pairing.orphanResultIds]).toEqual([[], []]);
+    expect(live.length).toBeLessThan(items.length);
   });
 
   it('S1/S2: the sweep function cleans an attempt left by a killed invocation and removes its orphan messages', async () => {
