@@ -13,6 +13,16 @@ export interface Seal {
 }
 
 /**
+ * An append's turn: an append that kept losing version races to other appends takes it, and
+ * until it lands (or `until` passes) only it may append (lib/lineage/dynamo/append-turn.ts).
+ */
+export interface AppendTurn {
+  id: string;
+  /** Epoch ms; an expired turn is ignored by everyone. */
+  until: number;
+}
+
+/**
  * The session META item. Fields marked "legacy" may be absent on records written by older code
  * (SPEC C3); readMeta fills their defaults once, so nothing else has to.
  */
@@ -56,6 +66,7 @@ export interface MetaItem {
   attemptShard?: string;
   leaseExpiresAt?: number;
   seal?: Seal;
+  turn?: AppendTurn;
   /** Optimistic-concurrency counter: appends, pops, begins, commits and deletes bump it. */
   version: number;
   /** Sparse GSI childrenByParent: the parent's pk, only on children. */

@@ -30,12 +30,19 @@ import type {
 import { IDEMPOTENCY_CONDITION, idempotencyRecord, liveRecord, replay, type IdempotencyRecord } from './idempotency.js';
 import { fromMessageItem, messageItemsFor, toSessionRecord, type MetaItem } from './items.js';
 import { appendIdempotencyKey, attemptShardOf, createIdempotencyKey, metaKey, sessionPk, taskSk } from './keys.js';
+import { claimTurn, foreignTurnWait, holdsTurn, NO_FOREIGN_TURN, TURN_AFTER_LOSSES } from './append-turn.js';
 import { liveTipOf } from './links.js';
 import { backoffDelay, sleep } from './retry.js';
 import { conditionFailedAt, oldImageOf, oldItemOf, type Table, type TransactItem } from './table.js';
 
-/** Version races an append or pop retries before giving up as retryable (each retry is one round trip). */
+/** Version races a pop retries before giving up as retryable (each retry is one round trip). */
 const MAX_WRITE_ROUNDS = 40;
+/**
+ * How long an append keeps going before it answers retryable. Not a count of lost races: with
+ * the append turn those end after a few rounds; this bounds only a session that cannot be
+ * written at all (DynamoDB refusing or stalling) within one request's time.
+ */
+const APPEND_DEADLINE_MS = 15_000;
 /** An append that meets an attempt's seal polls this often until it lifts (it lasts milliseconds). */
 const SEAL_POLL_MS = 15;
 
@@ -112,9 +119,18 @@ export class Sessions {
 
     let meta = first;
     let prepared: PreparedItems | undefined;
-    for (let round = 0; round < MAX_WRITE_ROUNDS; round++) {
+    const deadline = this.table.now() + APPEND_DEADLINE_MS;
+    let lost = 0;
+    let turnId: string | undefined;
+    // Waits scale with how long a write takes now, so a crowd of appends does not flood the record.
+    const pace = { writeMs: 10 };
+    for (let round = 0; this.table.now() < deadline; round++) {
       try {
-        meta = await this.writableMeta(ref, meta);
+        const now = this.table.now();
+        if (lost >= TURN_AFTER_LOSSES && meta && !holdsTurn(meta, turnId, now) && foreignTurnWait(meta, turnId, now) === 0) {
+          meta = await claimTurn(this.table, ref, (turnId ??= randomUUID()));
+        }
+        meta = await this.writableMeta(ref, meta, { turnId, pace });
       } catch (err) {
         // A retry that raced its own first try: that try may have landed just before the session
         // ended (our key read came first). Once ended, nothing more can land, so a second read of
@@ -142,14 +158,23 @@ export class Sessions {
       };
       const session = toSessionRecord(after);
       const response: StoredResponse | undefined = input.respond?.(session, n);
+      const mine = holdsTurn(meta, turnId, this.table.now());
       const entries: TransactItem[] = [
         this.table.metaUpdate(
           ref,
           {
-            update: 'SET #lastSeq = :last ADD #messageCount :n, #tokenEstimate :tok, #version :one',
-            condition: `${WRITABLE} AND ${UNSEALED} AND ${versionCondition(meta)}`,
+            update: `SET #lastSeq = :last ADD #messageCount :n, #tokenEstimate :tok, #version :one${mine ? ' REMOVE #turn' : ''}`,
+            condition: `${WRITABLE} AND ${UNSEALED} AND ${NO_FOREIGN_TURN} AND ${versionCondition(meta)}`,
           },
-          { ':last': after.lastSeq, ':n': n, ':tok': tokens, ':one': 1, ':now': this.table.now(), ':v': meta.version },
+          {
+            ':last': after.lastSeq,
+            ':n': n,
+            ':tok': tokens,
+            ':one': 1,
+            ':now': this.table.now(),
+            ':v': meta.version,
+            ':turnId': turnId ?? '-',
+          },
         ),
         ...stored.map((m) => this.table.put(m)),
       ];
@@ -157,6 +182,7 @@ export class Sessions {
         const record = idempotencyRecord(idemKey, idem, response ?? { status: 200, body: null }, this.table.now(), this.idempotencyTtlSeconds);
         entries.push(this.table.put(record, IDEMPOTENCY_CONDITION, { ':nowSec': Math.floor(this.table.now() / 1000) }));
       }
+      const sent = this.table.now();
       try {
         await this.table.transact('append items', entries);
         return { replayed: false, session, appended: n, ...(response ? { response } : {}) };
@@ -169,24 +195,38 @@ export class Sessions {
         if (!conditionFailedAt(err, 0)) throw err;
         // Another append, a pop, a begin or a commit moved the session: go again from what it saw.
         meta = oldImageOf(err, 0);
-        await sleep(backoffDelay(Math.min(round, 3), { baseDelayMs: 5, maxDelayMs: 100, maxAttempts: 1 }));
+        lost++;
+        pace.writeMs = Math.max(1, this.table.now() - sent);
+        // Holding the turn, go again at once: no other append can land until we do.
+        if (!(meta && holdsTurn(meta, turnId, this.table.now()))) {
+          await sleep(backoffDelay(Math.min(round, 4), { baseDelayMs: pace.writeMs, maxDelayMs: 20 * pace.writeMs, maxAttempts: 1 }));
+        }
       }
     }
-    throw new StoreRetryableError(`append to ${ref.sessionId}: the session kept changing`);
+    throw new StoreRetryableError(`append to ${ref.sessionId}: the session could not be written for ${APPEND_DEADLINE_MS / 1000} s`);
   }
 
   /**
    * The session an append or pop may write to: it exists, is not deleted or ended (an ended one
-   * names its live tip), and no attempt's seal is up (wait it out: it lasts one commit).
+   * names its live tip), and no attempt's seal is up, nor for an append another append's turn
+   * (wait it out: each lasts one write). Pops ignore turns: they are rare and cannot starve one.
    */
-  private async writableMeta(ref: SessionRef, known: MetaItem | undefined): Promise<MetaItem> {
+  private async writableMeta(
+    ref: SessionRef,
+    known: MetaItem | undefined,
+    append?: { turnId: string | undefined; pace: { writeMs: number } },
+  ): Promise<MetaItem> {
     let meta = known;
     for (;;) {
       if (!meta || meta.deletedAt) throw new SessionNotFoundError(ref.sessionId);
       if (meta.endedAt || meta.childSessionId) throw new SessionEndedError(ref.sessionId, await liveTipOf(this.table, meta));
-      const wait = (meta.seal?.until ?? 0) - this.table.now();
-      if (wait <= 0) return meta;
-      await sleep(Math.min(SEAL_POLL_MS, wait));
+      const now = this.table.now();
+      const sealWait = (meta.seal?.until ?? 0) - now;
+      const turnWait = append ? foreignTurnWait(meta, append.turnId, now) : 0;
+      if (sealWait <= 0 && turnWait <= 0) return meta;
+      // A turn lasts about one write of its holder: look again after about that long (jittered).
+      const poll = sealWait > 0 ? SEAL_POLL_MS : append!.pace.writeMs * (1 + Math.random());
+      await sleep(Math.min(poll, Math.max(sealWait, turnWait)));
       meta = await this.table.getMeta(ref);
     }
   }
@@ -273,7 +313,7 @@ export class Sessions {
           {
             update:
               'SET #deletedAt = :at ADD #version :one ' +
-              'REMOVE #metadataJson, #metadata, #attempt, #attemptShard, #leaseExpiresAt, #attemptWatermark, #seal',
+              'REMOVE #metadataJson, #metadata, #attempt, #attemptShard, #leaseExpiresAt, #attemptWatermark, #seal, #turn',
             condition: 'attribute_exists(pk) AND attribute_not_exists(#deletedAt)',
           },
           { ':at': at, ':one': 1 },

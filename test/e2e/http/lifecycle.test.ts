@@ -90,7 +90,12 @@ describe('HTTP lifecycle', () => {
     const id = await createSession(api);
     await appendAll(api, id, turns(0, 10));
     const tail = await api('GET', `/sessions/${id}/messages?tail=3`);
-    expect(tail.body).toEqual({ messages: turns(0, 10).slice(-3), nextCursor: null });
+    expect(tail.body).toEqual({
+      messages: turns(0, 10).slice(-3),
+      nextCursor: null,
+      truncated: false,
+      session: expect.objectContaining({ sessionId: id, messageCount: turns(0, 10).length, endedAt: null }),
+    });
     // More than there are: all of them, still in order.
     expect((await api('GET', `/sessions/${id}/messages?tail=1000`)).body.messages).toEqual(turns(0, 10));
   });
