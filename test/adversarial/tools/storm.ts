@@ -17,6 +17,9 @@ const sessions = Number(process.env.SESSIONS ?? 3);
 const compressors = Number(process.env.COMPRESSORS ?? 4);
 const appenders = Number(process.env.APPENDERS ?? 3);
 const withDelete = process.env.DELETE !== '0';
+/** Seed items per session and the keepLast choices (large keepLast: commits too big for one transaction). */
+const seedItems = Number(process.env.SEED ?? 10);
+const keepChoices = (process.env.KEEP ?? '2,3,4').split(',').map(Number);
 const out = process.env.OUT ?? '/tmp/storm.json';
 const api = new Api(base, key);
 
@@ -27,6 +30,7 @@ const bad5xx: string[] = [];
 const transport: string[] = [];
 const statusCounts: Record<string, number> = {};
 const anomalies: string[] = [];
+const failedAppends: { markers: string[]; status: number; code?: string; idem: boolean; ms: number }[] = [];
 const rotatedClaims: { parent: string; child: string }[] = [];
 const deadline = Date.now() + seconds * 1000;
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
@@ -67,10 +71,16 @@ async function seed(): Promise<Chain> {
   count('create', r);
   const id = r.json.session.sessionId as string;
   const c = new Chain(id);
-  const first = [{ role: 'system', content: 'You are a storm.' }, { role: 'user', content: 'HUMAN: please work' }, ...Array.from({ length: 10 }, () => item('seed'))];
+  const first = [{ role: 'system', content: 'You are a storm.' }, { role: 'user', content: 'HUMAN: please work' }, ...Array.from({ length: Math.min(seedItems, 96) }, () => item('seed'))];
   const a = await api.append(id, first);
   count('append', a);
   if (a.status === 200) for (const m of first) if (m.content.startsWith('M:')) acked.push({ marker: m.content, sessionId: id, at: Date.now() });
+  for (let left = seedItems - 96; left > 0; left -= 98) {
+    const more = Array.from({ length: Math.min(left, 98) }, () => item('seed'));
+    const b = await api.append(id, more);
+    count('append', b);
+    if (b.status === 200) for (const m of more) acked.push({ marker: m.content, sessionId: id, at: Date.now() });
+  }
   return c;
 }
 
@@ -88,6 +98,7 @@ async function appender(c: Chain, w: string): Promise<void> {
     let ok = false;
     for (const r of replies) {
       count(twin ? 'append-twin' : 'append', r);
+      if (r.status !== 200) failedAppends.push({ markers: items.map((m) => m.content), status: r.status, code: r.json?.error?.code, idem: !!headers['idempotency-key'], ms: r.ms });
       if (r.status === 200) {
         ok = true;
         lastCount = r.json?.session?.messageCount;
@@ -109,6 +120,7 @@ async function appender(c: Chain, w: string): Promise<void> {
     if (twin && replies.some((r) => r.status === 200) && replies.some((r) => r.status !== 200 && r.status !== 0)) {
       anomalies.push(`twin idempotent appends disagree: ${replies.map((r) => `${r.status} ${r.json?.error?.code ?? ''}`).join(' / ')} on ${target}`);
     }
+    if (replies.some((r) => r.status === 0)) await sleep(250);
     if (ok) for (const m of items) acked.push({ marker: m.content, sessionId: target, at: Date.now() });
     await sleep(Math.random() * 40);
   }
@@ -118,7 +130,7 @@ async function compressor(c: Chain): Promise<void> {
   while (Date.now() < deadline) {
     const target = c.tip;
     const body: Record<string, unknown> = { mode: pick(['rotate', 'rotate', 'in_place']), origin: pick(['turn', 'manual', 'manual', 'review']) };
-    if (Math.random() < 0.5) body.keepLast = pick([2, 3, 4]);
+    if (Math.random() < 0.5) body.keepLast = pick(keepChoices);
     const r = await api.compress(target, body);
     count(`compress-${body.mode}-${body.origin}`, r);
     if (r.status === 200) {
@@ -130,7 +142,7 @@ async function compressor(c: Chain): Promise<void> {
       }
       c.moveTo(o.sessionId);
     } else if (r.status === 409) c.moveTo(r.json?.liveSessionId);
-    await sleep(50 + Math.random() * 200);
+    await sleep(r.status === 0 ? 500 : 50 + Math.random() * 200);
   }
 }
 
@@ -234,7 +246,7 @@ async function main() {
   for (const [p, cs] of byParent) if (cs.size > 1) anomalies.push(`I2: parent ${p} claimed rotated to ${[...cs].join(',')}`);
   const dupClaims = rotatedClaims.length - byParent.size;
   if (dupClaims > 0) anomalies.push(`I2: ${dupClaims} extra "compressed/rotate" answers for already-claimed parents`);
-  const result = { roots: chains.map((c) => c.root), tips: chains.map((c) => c.tip), acked, popped, deleted, bad5xx, transport, statusCounts, anomalies, rotatedClaims };
+  const result = { failedAppends, roots: chains.map((c) => c.root), tips: chains.map((c) => c.tip), acked, popped, deleted, bad5xx, transport, statusCounts, anomalies, rotatedClaims };
   writeFileSync(out, JSON.stringify(result, null, 1));
   console.log(JSON.stringify({ acked: acked.length, popped: popped.length, deleted, rotations: rotatedClaims.length, bad5xx: bad5xx.length, transport: transport.length, anomalies }, null, 1));
   console.log(statusCounts);
