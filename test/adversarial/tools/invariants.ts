@@ -157,6 +157,14 @@ export function check(dump: TableDump, acked: Acked[], popped: Set<string>, dele
     });
     if (liveTips.length > 1) r.duplicates.push(`${mk} live in ${liveTips.join(',')}`);
   }
+  // A6: a popped item never comes back in a live transcript.
+  for (const mk of popped) {
+    const live = (where.get(mk) ?? []).filter((p) => p.endsWith('*')).map((p) => p.split('#')[0]!);
+    for (const sid of live) {
+      const m = dump.metas.get(sid);
+      if (m && !m.endedAt && !m.childSessionId && !m.deletedAt) r.duplicates.push(`popped ${mk} is back in live ${sid}`);
+    }
+  }
   // Holes: transitions (parent -> child; generation g -> next active) must carry a suffix of the old transcript.
   const transitions: [string, Msg[], Msg[]][] = [];
   for (const m of dump.metas.values()) {

@@ -21,7 +21,15 @@ const withDelete = process.env.DELETE !== '0';
 const seedItems = Number(process.env.SEED ?? 10);
 const keepChoices = (process.env.KEEP ?? '2,3,4').split(',').map(Number);
 const out = process.env.OUT ?? '/tmp/storm.json';
-const api = new Api(base, key);
+/** BASES=url1,url2: every request goes to one of several service instances ("containers") at random. */
+const apis = (process.env.BASES ?? base).split(',').map((b) => new Api(b.trim(), key));
+const api: Api = new Proxy(apis[0]!, {
+  get: (_t, prop) => {
+    const target = apis[Math.floor(Math.random() * apis.length)]!;
+    const v = (target as unknown as Record<PropertyKey, unknown>)[prop];
+    return typeof v === 'function' ? (v as (...a: unknown[]) => unknown).bind(target) : v;
+  },
+});
 
 const acked: Acked[] = [];
 const popped: string[] = [];
