@@ -13,7 +13,7 @@ let cases = 0;
 function show(name: string, r: Reply, expect?: (r: Reply) => string | undefined): void {
   cases++;
   const bad = badServerError(r) ?? (r.error ? `transport: ${r.error}` : undefined) ?? expect?.(r);
-  const line = `${bad ? 'FLAG' : 'ok  '} ${name}: ${r.status} ${r.json?.error?.code ?? ''} ${r.json?.error?.field ?? ''} ${bad ? `<< ${bad}` : ''}`;
+  const line = `${bad ? 'FLAG' : 'ok  '} ${name}: ${r.status} ${r.json?.error?.code ?? ''} ${r.json?.field ?? ''} ${bad ? `<< ${bad}` : ''}`;
   console.log(line.slice(0, 400));
   if (bad) flagged.push(line);
 }
