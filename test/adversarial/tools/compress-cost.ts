@@ -23,7 +23,7 @@ for (const it of items.slice(1, 3)) {
   console.log('countText', s.length, 'chars', Date.now() - t0, 'ms');
 }
 t = Date.now();
-console.log('countItems', counter.countItems(items as never, adapterFor('chat')), Date.now() - t, 'ms');
+console.log('countItems', counter.countItems(items, adapterFor('chat')), Date.now() - t, 'ms');
 t = Date.now();
-const out = await new ExtractiveCompressor().compress({ format: 'chat', items: items as never }, { keepLast: 2 });
+const out = await new ExtractiveCompressor().compress({ format: 'chat', items: items }, { keepLast: 2 });
 console.log('compress', out.items.length, 'items', Date.now() - t, 'ms');

@@ -11,6 +11,6 @@ const walls: [string, string][] = [
 for (const [name, text] of walls) {
   const id = (await api.create({})).json.session.sessionId as string;
   await api.append(id, [{ role: 'user', content: 'HUMAN' }]);
-  const r = await api.append(id, [{ role: 'assistant', content: text }], {}, {}, 120_000);
+  const r = await api.call('POST', `/sessions/${id}/messages`, { messages: [{ role: 'assistant', content: text }] }, {}, 120_000);
   console.log(name, 'append', r.status, `${r.ms} ms`, r.status !== 200 ? r.text.slice(0, 120) : '');
 }

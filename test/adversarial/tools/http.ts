@@ -1,3 +1,4 @@
+/* eslint-disable @typescript-eslint/no-explicit-any -- ad-hoc attack tooling over untyped JSON replies */
 // Small raw-HTTP helpers for the adversarial tools (not part of the suite). Every request goes
 // to 127.0.0.1 only, with a timeout, and returns status, headers and the parsed body (or text).
 import { request as httpRequest } from 'node:http';

@@ -183,8 +183,8 @@ export function check(dump: TableDump, acked: Acked[], popped: Set<string>, dele
   }
   for (const [name, old, next] of transitions) {
     const nextMarkers = new Set(next.map((x) => markerOf(x.body)).filter(Boolean));
-    const oldMarkers = old.map((x) => ({ mk: markerOf(x.body), user: /"role":"user"/.test(x.body) })).filter((x) => x.mk && !x.user && !popped.has(x.mk!));
-    const firstCarried = oldMarkers.findIndex((x) => nextMarkers.has(x.mk!));
+    const oldMarkers = old.map((x) => ({ mk: markerOf(x.body), user: /"role":"user"/.test(x.body) })).filter((x) => x.mk && !x.user && !popped.has(x.mk));
+    const firstCarried = oldMarkers.findIndex((x) => nextMarkers.has(x.mk));
     if (firstCarried < 0) {
       if (oldMarkers.length > 0) r.holes.push(`${name}: none of ${oldMarkers.length} items carried (last ${oldMarkers.at(-1)!.mk})`);
       continue;

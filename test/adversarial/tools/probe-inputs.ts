@@ -1,3 +1,4 @@
+/* eslint-disable @typescript-eslint/no-explicit-any, @typescript-eslint/restrict-template-expressions -- ad-hoc attack tooling over untyped JSON replies */
 // Hostile and agent-shaped inputs against a running service: every case prints status + error
 // code; a 5xx, a 2xx that does not read back verbatim, or a 2xx for something the contract
 // refuses is flagged. Usage: BASE=http://127.0.0.1:3100 KEY=slk_... npx tsx test/adversarial/tools/probe-inputs.ts

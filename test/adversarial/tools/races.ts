@@ -1,3 +1,4 @@
+/* eslint-disable @typescript-eslint/restrict-template-expressions -- ad-hoc attack tooling */
 // Targeted races over HTTP: identical idempotent creates, same key different bodies, replay after
 // rotation, tip-chasing down a long chain, deleting the middle / the tip of a chain.
 // Usage: BASE=... KEY=... npx tsx test/adversarial/tools/races.ts
@@ -68,20 +69,20 @@ const filler = (n: number, tag: string) => Array.from({ length: n }, (_, i) => (
   note(wrong.length === 0, `append to each of ${chain.length - 1} ancestors names the tip: ${wrong.length} wrong ${wrong.slice(0, 2).map((r) => `${r.status} ${r.json?.liveSessionId}`).join(' ')}`);
   const compressOld = await Promise.all(chain.slice(0, 5).map((s) => api.compress(s, { mode: 'rotate' })));
   note(compressOld.every((r) => r.json?.outcome === 'skipped' && r.json?.reason === 'adopted' && r.json?.sessionId === tip), `compress an ancestor adopts the tip: ${compressOld.map((r) => `${r.json?.outcome}/${r.json?.reason}/${r.json?.sessionId === tip}`).join(' ')}`);
-  const lin = await api.lineage(chain[3]!);
+  const lin = await api.lineage(chain[3]);
   note(lin.json?.tip === tip && lin.json?.chain?.length === chain.length, `lineage from the middle: tip ok=${lin.json?.tip === tip} length ${lin.json?.chain?.length}/${chain.length}`);
   // (f) delete a middle session: ancestors still name the tip; the middle answers 404
   const mid = chain[10]!;
   const d = await api.del(mid);
-  const anc = await api.append(chain[2]!, filler(1, 'late2'));
+  const anc = await api.append(chain[2], filler(1, 'late2'));
   const midAppend = await api.append(mid, filler(1, 'late3'));
   note(d.status === 204 && anc.status === 409 && anc.json?.liveSessionId === tip && midAppend.status === 404, `delete middle: ${d.status}; ancestor 409 names tip: ${anc.json?.liveSessionId === tip}; middle ${midAppend.status}`);
-  const lin2 = await api.lineage(chain[2]!);
+  const lin2 = await api.lineage(chain[2]);
   note(lin2.status === 200 && lin2.json?.tip === tip, `lineage across a deleted middle: ${lin2.status} tip ok=${lin2.json?.tip === tip} length ${lin2.json?.chain?.length}`);
   // delete the tip: ancestors now get...?
   const dt = await api.del(tip);
-  const anc2 = await api.append(chain[2]!, filler(1, 'late4'));
-  const lin3 = await api.lineage(chain[2]!);
+  const anc2 = await api.append(chain[2], filler(1, 'late4'));
+  const lin3 = await api.lineage(chain[2]);
   console.log(`     after deleting the tip (${dt.status}): ancestor append ${anc2.status} ${anc2.json?.error?.code} liveSessionId=${anc2.json?.liveSessionId}; lineage ${lin3.status} tip=${lin3.json?.tip} (tip deleted: ${lin3.json?.tip === tip})`);
 }
 // (g) identical append twins racing a rotation commit, 20 rounds
@@ -98,7 +99,6 @@ const filler = (n: number, tag: string) => Array.from({ length: n }, (_, i) => (
       api.compress(id, { mode: pick(['rotate', 'in_place']), keepLast: 2 }),
       api.append(id, body, {}, { 'idempotency-key': k }),
     ]);
-    if (a.status !== b.status && false) void 0;
     if ((a.status === 200) !== (c.status === 200)) {
       disagreements++;
       console.log(`     twin disagreement: ${a.status} ${a.json?.error?.code ?? ''} / ${c.status} ${c.json?.error?.code ?? ''} (compress ${b.json?.outcome})`);

@@ -1,3 +1,4 @@
+/* eslint-disable @typescript-eslint/no-explicit-any -- ad-hoc attack tooling over raw JSON items */
 // A storm of tool calls: responses-format (function_call / function_call_result by callId) and
 // chat-format (assistant tool_calls / tool messages) sessions, calls and results appended
 // together or apart (a result landing while a compaction runs), compacted with small keepLast.

@@ -1,3 +1,4 @@
+/* eslint-disable @typescript-eslint/restrict-template-expressions -- ad-hoc attack tooling */
 // A bounded storm against a running service: per session, concurrent compress calls (mixed
 // rotate / in_place, origins turn / manual / review), appenders chasing the live tip (some with
 // Idempotency-Keys, some racing an identical twin, some with expectedCount), a popper, a pager,
