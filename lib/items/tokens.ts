@@ -7,7 +7,10 @@
 //   reply. For a plain chat this equals gpt-tokenizer's encodeChat. Exact as far as text goes:
 //   images, audio, files and encrypted reasoning cost tokens we cannot see and count 0, and a
 //   single unbroken run longer than 1 K characters is counted in chunks (a few tokens off per
-//   chunk, see linear-count.ts) so counting stays linear. Used by the engines and the C7 check.
+//   chunk) so counting stays linear, and a text longer than 64 K characters (base64 files in
+//   tool calls, pasted logs) from 64 samples of 1 K, scaled (under 1% off measured), so one text costs
+//   the tokenizer at most 64 K characters (about 150 ms of base64 here; linear-count.ts). Each item is counted once per counter (a
+//   compaction asks about the same items several times). Used by the engines and the C7 check.
 // - ESTIMATE: `estimateTokens` / `estimateItemTokens`: synchronous, no tokenizer: UTF-8 bytes of
 //   the same text / 3 plus the same framing. Measured o200k bytes per token: English prose 4.8,
 //   Cyrillic 7.6, CJK 4.4, code 3.4, JSON 2.9, so this is an upper-ish bound for everyday text;
@@ -17,7 +20,7 @@
 //
 // The tokenizer's 2.6 MB table is loaded only by `loadTokenCounter()`, through a dynamic import
 // that esbuild splits into its own chunk: code that never compacts never loads it.
-import { countLinear } from './linear-count.js';
+import { countBounded } from './linear-count.js';
 import type { FormatAdapter, Item } from './types.js';
 
 /** Chat framing: <|im_start|>{role}<|im_sep|>{content}<|im_end|> = 3 tokens around each item. */
@@ -40,10 +43,19 @@ export interface TokenCounter {
   readonly isWithinLimit: (items: readonly Item[], adapter: FormatAdapter, limit: number) => boolean;
 }
 
-/** Item-level counting over any exact text counter. */
+/** Item-level counting over any exact text counter; each item is counted once (items are never mutated). */
 export function tokenCounterFrom(countText: (text: string) => number): TokenCounter {
-  const countItem = (item: Item, adapter: FormatAdapter): number =>
-    TOKENS_PER_ITEM + countText(adapter.roleOf(item) ?? '') + countText(adapter.textOf(item));
+  const known = new WeakMap<FormatAdapter, WeakMap<Item, number>>();
+  const countItem = (item: Item, adapter: FormatAdapter): number => {
+    let byItem = known.get(adapter);
+    if (!byItem) known.set(adapter, (byItem = new WeakMap()));
+    let n = byItem.get(item);
+    if (n === undefined) {
+      n = TOKENS_PER_ITEM + countText(adapter.roleOf(item) ?? '') + countText(adapter.textOf(item));
+      byItem.set(item, n);
+    }
+    return n;
+  };
   return {
     countText,
     countItem,
@@ -89,7 +101,7 @@ async function loadO200k(): Promise<TokenCounter> {
   // Transcripts are client text: a literal "<|endoftext|>" counts as plain text instead of throwing.
   const plainText = { disallowedSpecial: new Set<string>() };
   const exact = (text: string): number => encoding.countTokens(text, plainText);
-  return tokenCounterFrom((text) => (text ? countLinear(text, exact, params.O200K_TOKEN_SPLIT_REGEX) : 0));
+  return tokenCounterFrom((text) => (text ? countBounded(text, exact, params.O200K_TOKEN_SPLIT_REGEX) : 0));
 }
 
 /** Estimated tokens of one item (see the module comment): framing + role + UTF-8 bytes / 3. */

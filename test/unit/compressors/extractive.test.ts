@@ -1,9 +1,10 @@
 import fc from 'fast-check';
 import { beforeAll, describe, expect, it } from 'vitest';
-import { ExtractiveCompressor } from '../../../lib/compressors/extractive.js';
+import { ExtractiveCompressor, extractiveCompress } from '../../../lib/compressors/extractive.js';
 import type { CompressOptions, CompressResult } from '../../../lib/compressors/types.js';
 import { chatAdapter } from '../../../lib/items/chat.js';
-import { loadTokenCounter, type TokenCounter } from '../../../lib/items/tokens.js';
+import { countBounded, EXACT_TEXT_CHARS } from '../../../lib/items/linear-count.js';
+import { loadTokenCounter, tokenCounterFrom, type TokenCounter } from '../../../lib/items/tokens.js';
 import type { Item } from '../../../lib/items/types.js';
 import { agentSession, longSession, toolCall } from './transcripts.js';
 
@@ -186,3 +187,27 @@ describe('ExtractiveCompressor (chat)', () => {
 function j(id: string): string {
   return id.slice(-1);
 }
+
+describe('ExtractiveCompressor on large tool payloads (L5, C5, C9; found by the adversarial pass)', () => {
+  it('L5/C9: a 2.9 MB base64-heavy transcript hands the tokenizer a bounded amount of text, each item once', () => {
+    // Base64 costs the tokenizer about 2 µs a character: counted whole, and once per question,
+    // this transcript blocked the event loop for 8 s, past the lease refresher's interval on a Lambda.
+    const b64 = (seed: number) => Buffer.alloc(270_000, seed).toString('base64');
+    const items: Item[] = [
+      { role: 'user', content: 'Please archive these files.' },
+      ...Array.from({ length: 4 }, (_, i): Item[] => [
+        { role: 'assistant', content: null, tool_calls: [{ id: `c${i}`, type: 'function', function: { name: 'upload', arguments: b64(i) } }] },
+        { role: 'tool', tool_call_id: `c${i}`, content: b64(i + 10) },
+      ]).flat(),
+      { role: 'assistant', content: 'All four files are archived.' },
+    ];
+    let seen = 0;
+    const split = new RegExp(/\S+|\s+/gu);
+    const recording = tokenCounterFrom((t) => countBounded(t, (s) => ((seen += s.length), Math.ceil(s.length / 2)), split));
+    const out = extractiveCompress({ format: 'chat', items }, { keepLast: 2 }, recording);
+    expect(out.items.length).toBeLessThan(items.length);
+    // 8 payloads of 360 K characters: at most 64 K of each reaches the tokenizer, and only once.
+    expect(EXACT_TEXT_CHARS).toBe(65_536);
+    expect(seen).toBeLessThan(8 * 65_536 + 200_000);
+  });
+});

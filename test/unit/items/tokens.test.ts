@@ -1,8 +1,9 @@
 import { beforeAll, describe, expect, it } from 'vitest';
 import { chatAdapter } from '../../../lib/items/chat.js';
-import { MAX_PIECE_CHARS, mayHoldLongPiece } from '../../../lib/items/linear-count.js';
+import { randomBytes } from 'node:crypto';
+import { countBounded, EXACT_TEXT_CHARS, MAX_PIECE_CHARS, mayHoldLongPiece } from '../../../lib/items/linear-count.js';
 import { responsesAdapter } from '../../../lib/items/responses.js';
-import { estimateItemTokens, estimateTokens, loadTokenCounter, TOKENS_PER_ITEM, type TokenCounter } from '../../../lib/items/tokens.js';
+import { estimateItemTokens, estimateTokens, loadTokenCounter, tokenCounterFrom, TOKENS_PER_ITEM, type TokenCounter } from '../../../lib/items/tokens.js';
 import type { Item } from '../../../lib/items/types.js';
 import { agentsSdkRun, allFixtures, chatWeather, longChatTranscript, seeded, singleRunText } from '../../fixtures/transcripts/index.js';
 
@@ -27,7 +28,7 @@ function randomLetters(n: number, seed: number): string {
 
 const prose = 'Found it: the export fails because the S3 bucket policy changed on Tuesday. We decided to use invoices-v2.\n';
 const normalTexts: Record<string, string> = {
-  prose: prose.repeat(2_000),
+  prose: prose.repeat(500), // under EXACT_TEXT_CHARS: counted exactly
   code: 'export async function run(items: Item[]): Promise<number> {\n  return items.reduce((a, b) => a + b.price * b.qty, 0);\n}\n'.repeat(500),
   unicode: 'ünïcødé 🚀 naïve café — “quotes” … 日本語のテキスト、中文测试。Привет, мир! مرحبا '.repeat(300),
   cjkParagraph: '我们决定使用新的存储桶，而不是恢复旧的策略。导出任务从周二开始失败'.repeat(60), // no ASCII break in 2 K chars: scanned, then exact
@@ -110,20 +111,40 @@ describe('issue 11 #3: counting is linear in the input length', () => {
     expect(counter.countText(text) - counter.countText(` ${run}`)).toBe(exact(text) - exact(` ${run}`));
   });
 
-  it('a 380 KB single-run message takes less than 30x the time of a 38 KB one (quadratic would be 100x)', () => {
-    counter.countText(randomLetters(4_000, 1)); // warm the code paths, not the cache (every text below is new)
-    const time = (text: string): number => {
-      const t0 = performance.now();
-      counter.countText(text);
-      return performance.now() - t0;
-    };
-    // The fastest of a few fresh texts each: a busy machine only ever slows a run down.
-    const fastest = (kib: number, seeds: number[]) => Math.min(...seeds.map((seed) => time(randomLetters(kib * 1024, seed))));
-    const ratio = fastest(380, [3, 4]) / Math.max(fastest(38, [2, 5, 6]), 1);
-    expect(ratio).toBeLessThan(30);
+  it('the tokenizer sees every character of a text up to 64 K, and at most 64 K (+ surrogate fixes) of a longer one', () => {
+    const split = new RegExp(/\S+|\s+/gu);
+    let seen = 0;
+    const recording = (t: string) => ((seen += t.length), Math.ceil(t.length / 4));
+    for (const length of [EXACT_TEXT_CHARS, EXACT_TEXT_CHARS + 1, 380 * 1024, 3_000_000]) {
+      seen = 0;
+      countBounded(singleRunText(length), recording, split);
+      expect(seen, `${length}`).toBe(Math.min(length, EXACT_TEXT_CHARS));
+    }
     // The repro of the issue (a tool message of "abcdefghij" x 20000) is counted too, and sanely.
     expect(counter.countItem({ role: 'tool', tool_call_id: 'c1', content: singleRunText(200_000) }, chatAdapter)).toBeGreaterThan(30_000);
+  });
+
+  it.each([
+    ['base64 (a file in a tool call)', () => randomBytes(270_000).toString('base64'), 0.02],
+    ['prose', () => prose.repeat(3_000), 0.01],
+    ['minified JSON', () => JSON.stringify(longChatTranscript(600)), 0.02],
+    ['prose then base64 then code', () => `${prose.repeat(700)}${randomBytes(60_000).toString('base64')}${normalTexts.code!}`, 0.03],
+  ])('a text longer than 64 K (%s) is counted from samples within a few percent of exact', (_name, make, tolerance) => {
+    const text = make();
+    expect(text.length).toBeGreaterThan(EXACT_TEXT_CHARS);
+    const truth = exact(text);
+    expect(Math.abs(counter.countText(text) - truth) / truth).toBeLessThan(tolerance);
   }, 60_000);
+
+  it('L5/C9: each item is counted once per counter, however often a compaction asks', () => {
+    const texts: string[] = [];
+    const once = tokenCounterFrom((t) => (texts.push(t), t.length));
+    const items: Item[] = [{ role: 'user', content: 'a' }, { role: 'assistant', content: 'bb' }];
+    const first = once.countItems(items, chatAdapter);
+    expect(once.countItems(items, chatAdapter)).toBe(first);
+    expect(once.isWithinLimit(items, chatAdapter, first)).toBe(true);
+    expect(texts.filter((t) => t === 'bb')).toHaveLength(1);
+  });
 });
 
 describe('A2: the estimate (no tokenizer, synchronous)', () => {
