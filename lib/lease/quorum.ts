@@ -17,10 +17,13 @@ export interface AcquireTally {
 }
 
 /**
- * Runs one vote per node in parallel and resolves once a majority is for, or a majority
- * can no longer be reached. A lost round is "locked" when any node reported the key
- * held (held-by-other wins over node errors: the caller must not report "unavailable"
- * for a lease another holder demonstrably has), otherwise "unavailable".
+ * Runs one vote per node in parallel and resolves as soon as the outcome is certain:
+ * - "won": a majority is for us;
+ * - "unavailable": so many nodes failed that no majority can answer at all;
+ * - "locked": we cannot win and a majority did answer (held by another, or a split vote).
+ * A lost round where fewer than a majority answered waits for the rest: one node's key next
+ * to unreachable nodes is not a held lease (it may be a minority SET being undone), and
+ * "locked" tells a caller not to come back, while "unavailable" asks it to retry.
  */
 export function tallyAcquire(voters: ReadonlyArray<() => Promise<NodeVote>>): Promise<AcquireTally> {
   const n = voters.length;
@@ -41,14 +44,19 @@ export function tallyAcquire(voters: ReadonlyArray<() => Promise<NodeVote>>): Pr
       if (decided) return;
       const cast = votes.filter((v): v is NodeVote => v !== undefined);
       const forCount = cast.filter((x) => x.kind === 'for').length;
+      const errors = cast.filter((x) => x.kind === 'error').length;
       const against = cast.length - forCount;
-      if (forCount >= needed) {
+      const decision =
+        forCount >= needed
+          ? 'won'
+          : errors > n - needed
+            ? 'unavailable'
+            : against > n - needed && cast.length - errors >= needed
+              ? 'locked'
+              : undefined;
+      if (decision) {
         decided = true;
-        resolve({ decision: 'won', votes: [...votes], settled });
-      } else if (against > n - needed) {
-        decided = true;
-        const locked = cast.some((x) => x.kind === 'locked');
-        resolve({ decision: locked ? 'locked' : 'unavailable', votes: [...votes], settled });
+        resolve({ decision, votes: [...votes], settled });
       }
     };
     for (const p of all) void p.then(onVote);
