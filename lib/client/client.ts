@@ -122,7 +122,7 @@ export class LineageClient {
     const request = { messages: [...items], ...(opts.expectedCount !== undefined ? { expectedCount: opts.expectedCount } : {}) };
     const body = JSON.stringify(request);
     const to = (target: string) =>
-      this.#send('repeatable', { ...opts, recheckSessionEnded: true }, (signal) =>
+      this.#send('repeatable', opts, (signal) =>
         this.#api.POST('/sessions/{id}/messages', {
           params: { path: { id: target }, header: { 'Idempotency-Key': key } },
           body: request,
@@ -219,14 +219,8 @@ export class LineageClient {
     return r.data;
   }
 
-  #send<D>(safety: Safety, opts: CallOptions & { recheckSessionEnded?: boolean }, attempt: (signal: AbortSignal) => Promise<FetchResult<D>>) {
-    return send(attempt, {
-      safety,
-      policy: this.#policy,
-      timeoutMs: opts.timeoutMs ?? this.#timeoutMs,
-      signal: opts.signal,
-      ...(opts.recheckSessionEnded ? { recheckSessionEnded: true } : {}),
-    });
+  #send<D>(safety: Safety, opts: CallOptions, attempt: (signal: AbortSignal) => Promise<FetchResult<D>>) {
+    return send(attempt, { safety, policy: this.#policy, timeoutMs: opts.timeoutMs ?? this.#timeoutMs, signal: opts.signal });
   }
 }
 

@@ -6,7 +6,6 @@ import {
   LineageError,
   LineageNetworkError,
   LineageProtocolError,
-  SessionEndedError,
   toApiError,
 } from './errors.js';
 import { retryDelayMs, sleep, type RetryPolicy, type Safety } from './retry.js';
@@ -23,14 +22,6 @@ export interface SendOptions {
   policy: RetryPolicy;
   timeoutMs: number;
   signal?: AbortSignal | undefined;
-  /**
-   * Appends: a 409 session_ended that follows an attempt whose outcome is unknown is asked once
-   * more before it is believed. The service checks the Idempotency-Key and the session side by
-   * side, so the 409 may have been decided without seeing our earlier attempt land just before
-   * the rotation; by the time that 409 reached us, such an attempt either committed or never
-   * will (appends commit only on a live session), so a second ask replays it if it landed.
-   */
-  recheckSessionEnded?: boolean;
 }
 
 export interface Sent<D> {
@@ -43,17 +34,12 @@ const TIMED_OUT = Symbol('timed out');
 
 export async function send<D>(attempt: (signal: AbortSignal) => Promise<FetchResult<D>>, opts: SendOptions): Promise<Sent<D>> {
   let mayHaveApplied = false;
-  let rechecked = false;
   for (let n = 1; ; n++) {
     const outcome = await once(attempt, opts);
     // A 2xx: openapi-fetch resolved `data` as the document's success body (undefined for 204).
     if (!(outcome instanceof LineageError)) return { data: outcome.data as D, response: outcome.response, attempts: n };
     const failure = outcome;
 
-    if (failure instanceof SessionEndedError && opts.recheckSessionEnded && mayHaveApplied && !rechecked) {
-      rechecked = true;
-      continue;
-    }
     const decision = classify(failure, opts.safety);
     const earlier = mayHaveApplied;
     mayHaveApplied ||= decision.mayHaveApplied;
