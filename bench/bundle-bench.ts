@@ -137,7 +137,12 @@ function httpPost(path: string, apiKey: string, body: unknown) {
 }
 
 /** The first request of each function; the session is created through the http bundle itself. */
-async function firstRequests(http: BuiltFunction, env: NodeJS.ProcessEnv, apiKey: string, tenantId: string): Promise<Record<string, unknown>> {
+async function firstRequests(
+  http: BuiltFunction,
+  env: NodeJS.ProcessEnv,
+  apiKey: string,
+  tenantId: string,
+): Promise<Record<string, unknown>> {
   const created = `
     const { handler } = await import(${JSON.stringify(pathToFileURL(http.outfile).href)});
     const r = await handler(${JSON.stringify(httpPost('/sessions', apiKey, { source: 'bundle-bench' }))}, { awsRequestId: 'bench', getRemainingTimeInMillis: () => 60000 });
@@ -190,9 +195,18 @@ export async function benchBundles(_functionsDir: string, runs: number, env: Nod
         lazyKib: round(b.lazyBytes / 1024, 1),
         files: b.files.length,
         topInputs: topInputs(b),
-        importMs: compare(subject.map((s) => s.importMs), baseline.map((s) => s.importMs)),
-        initMs: compare(subject.map((s) => s.initMs), baseline.map((s) => s.importMs)),
-        processMs: compare(subject.map((s) => s.processMs), baseline.map((s) => s.processMs)),
+        importMs: compare(
+          subject.map((s) => s.importMs),
+          baseline.map((s) => s.importMs),
+        ),
+        initMs: compare(
+          subject.map((s) => s.initMs),
+          baseline.map((s) => s.importMs),
+        ),
+        processMs: compare(
+          subject.map((s) => s.processMs),
+          baseline.map((s) => s.processMs),
+        ),
         firstResponse: [...new Set(subject.map((s) => s.response))].join(' | '),
       });
     }

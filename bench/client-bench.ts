@@ -53,6 +53,8 @@ export async function benchClientBundle(): Promise<ClientBundleResult> {
 
 if (process.argv[1] && import.meta.url === pathToFileURL(process.argv[1]).href) {
   const r = await benchClientBundle();
-  console.log(`lib/client minified: ${r.kib} KiB (${r.bytes} bytes), gzip ${r.gzipKib} KiB; goal < ${CLIENT_BUNDLE_TARGET_KIB} KiB: ${r.goal.met ? 'met' : 'NOT met'}`);
+  console.log(
+    `lib/client minified: ${r.kib} KiB (${r.bytes} bytes), gzip ${r.gzipKib} KiB; goal < ${CLIENT_BUNDLE_TARGET_KIB} KiB: ${r.goal.met ? 'met' : 'NOT met'}`,
+  );
   for (const i of r.inputs) console.log(`  ${i.kib.toFixed(1).padStart(6)} KiB  ${i.path}`);
 }

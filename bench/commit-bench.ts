@@ -42,7 +42,17 @@ function bareTransaction(tableName: string, mode: 'rotate' | 'in_place', input: 
   const compacted = summarizeToTwo(input);
   const target = mode === 'rotate' ? child : parent;
   const items: TransactWriteItem[] = compacted.map((it, i) => ({
-    Put: { TableName: tableName, Item: marshall({ pk: pk(target), sk: `MSG#${String(1).padStart(10, '0')}#${String(i + 1).padStart(10, '0')}`, body: JSON.stringify(it), tokens: 5, generation: 1, seq: i + 1 }) },
+    Put: {
+      TableName: tableName,
+      Item: marshall({
+        pk: pk(target),
+        sk: `MSG#${String(1).padStart(10, '0')}#${String(i + 1).padStart(10, '0')}`,
+        body: JSON.stringify(it),
+        tokens: 5,
+        generation: 1,
+        seq: i + 1,
+      }),
+    },
   }));
   const update: TransactWriteItem = {
     Update: {
@@ -56,8 +66,16 @@ function bareTransaction(tableName: string, mode: 'rotate' | 'in_place', input: 
   };
   const second: TransactWriteItem =
     mode === 'rotate'
-      ? { Put: { TableName: tableName, Item: marshall({ pk: pk(child), sk: 'META', createdAt: now, parentKey: pk(parent), version: 1 }), ConditionExpression: 'attribute_not_exists(pk)' } }
-      : { Put: { TableName: tableName, Item: marshall({ pk: pk(parent), sk: 'TASK#archive#0000000000', kind: 'archive', generation: 0 }) } };
+      ? {
+          Put: {
+            TableName: tableName,
+            Item: marshall({ pk: pk(child), sk: 'META', createdAt: now, parentKey: pk(parent), version: 1 }),
+            ConditionExpression: 'attribute_not_exists(pk)',
+          },
+        }
+      : {
+          Put: { TableName: tableName, Item: marshall({ pk: pk(parent), sk: 'TASK#archive#0000000000', kind: 'archive', generation: 0 }) },
+        };
   return [update, second, ...items];
 }
 
@@ -71,7 +89,10 @@ export async function benchCommit(deps: CommitBenchDeps, iterations: number): Pr
       const ref = await seedConversation(deps.store, `bench-${randomUUID()}`, input);
       const tx = bareTransaction(deps.tableName, mode, input);
       const subject = async () => {
-        const r = await compactSession({ lease: deps.lease, store: deps.store, engine, leaseTtlMs: 10_000 }, { ref, mode, origin: 'manual', holder: 'bench' });
+        const r = await compactSession(
+          { lease: deps.lease, store: deps.store, engine, leaseTtlMs: 10_000 },
+          { ref, mode, origin: 'manual', holder: 'bench' },
+        );
         if (r.outcome !== 'compressed') throw new Error(`bench: expected compressed, got ${r.outcome}`);
       };
       const bare = () => deps.ddb.send(new TransactWriteItemsCommand({ TransactItems: tx }));
@@ -96,10 +117,17 @@ async function countTrips(deps: CommitBenchDeps, engine: ReturnType<typeof fixed
   const trips = new RoundTrips().watchDynamo(deps.ddb).watchRedis(deps.redis);
   try {
     const rows: CommitBenchResult['trips'] = [];
-    for (const [mode, n] of [['rotate', 10], ['in_place', 10], ['in_place', 1000]] as const) {
+    for (const [mode, n] of [
+      ['rotate', 10],
+      ['in_place', 10],
+      ['in_place', 1000],
+    ] as const) {
       const ref = await seedConversation(deps.store, `bench-trips-${randomUUID()}`, conversation(n));
       const { result, phases } = await trips.during(() =>
-        compactSession({ lease: deps.lease, store: deps.store, engine, leaseTtlMs: 10_000 }, { ref, mode, origin: 'manual', holder: 'trips' }),
+        compactSession(
+          { lease: deps.lease, store: deps.store, engine, leaseTtlMs: 10_000 },
+          { ref, mode, origin: 'manual', holder: 'trips' },
+        ),
       );
       if (result.outcome !== 'compressed') throw new Error(`bench: expected compressed, got ${result.outcome}`);
       // P1: the ownership check may run beside the transcript read (the second DynamoDB step), not after it.

@@ -92,7 +92,10 @@ export async function benchContention(
 }
 
 /** P2: a loser (lease held by someone else) vs a bare SET NX PX on every node in parallel, alternated. */
-export async function benchLoser(deps: { lease: LeaseApi; store: DynamoLineageStore; redis: Redis[] }, iterations: number): Promise<Comparison> {
+export async function benchLoser(
+  deps: { lease: LeaseApi; store: DynamoLineageStore; redis: Redis[] },
+  iterations: number,
+): Promise<Comparison> {
   const ref = await seedConversation(deps.store, `bench-loser-${randomUUID()}`, conversation(1000));
   const held = await deps.lease.tryAcquire(sessionKey(ref), { ttlMs: 600_000, holder: 'bench-holder' });
   if (!held.acquired) throw new Error('bench: could not take the lease for the loser bench');
@@ -101,7 +104,10 @@ export async function benchLoser(deps: { lease: LeaseApi; store: DynamoLineageSt
   const bare: number[] = [];
   try {
     const lose = () =>
-      compactSession({ lease: deps.lease, store: deps.store, engine, leaseTtlMs: 10_000 }, { ref, mode: 'rotate', origin: 'turn', holder: 'loser' }).then((r) => {
+      compactSession(
+        { lease: deps.lease, store: deps.store, engine, leaseTtlMs: 10_000 },
+        { ref, mode: 'rotate', origin: 'turn', holder: 'loser' },
+      ).then((r) => {
         if (r.outcome !== 'skipped') throw new Error(`bench: a loser got ${r.outcome}`);
       });
     const setNx = () => Promise.all(deps.redis.map((c) => c.set(`bench-bare:${randomUUID()}`, 'x', 'PX', 10_000, 'NX')));

@@ -5,7 +5,13 @@ import type { BenchResults } from './report.js';
 
 export type { GoalRow };
 
-const atMost = (id: string, measured: number, target: number, unit: string): GoalRow => ({ id, measured, target, unit, met: measured <= target });
+const atMost = (id: string, measured: number, target: number, unit: string): GoalRow => ({
+  id,
+  measured,
+  target,
+  unit,
+  met: measured <= target,
+});
 
 export function goalsOf(r: BenchResults): GoalRow[] {
   const goals: GoalRow[] = [];
@@ -19,7 +25,8 @@ export function goalsOf(r: BenchResults): GoalRow[] {
     }
     const small = r.commit.trips.find((t) => t.mode === 'in_place' && t.items === 10);
     const large = r.commit.trips.find((t) => t.mode === 'in_place' && t.items === 1000);
-    if (small && large) goals.push(atMost('P3-inplace-trips-1000-vs-10', Math.round((large.dynamoSteps / small.dynamoSteps) * 100) / 100, 1, 'x'));
+    if (small && large)
+      goals.push(atMost('P3-inplace-trips-1000-vs-10', Math.round((large.dynamoSteps / small.dynamoSteps) * 100) / 100, 1, 'x'));
   }
   if (r.loser) goals.push(atMost('P2-loser-ratio', r.loser.ratioP50, 2, 'x'));
   if (r.bundles?.length) goals.push(...bundleGoals(r.bundles));

@@ -20,7 +20,14 @@ export async function benchLease(urls: readonly string[], iterations: number): P
   await waitForRedis(clients);
   try {
     const lease = new SessionLease({ clients, keyPrefix: 'bench-lease:' });
-    const samples = { acq: [] as number[], setnx: [] as number[], ref: [] as number[], get: [] as number[], rel: [] as number[], get2: [] as number[] };
+    const samples = {
+      acq: [] as number[],
+      setnx: [] as number[],
+      ref: [] as number[],
+      get: [] as number[],
+      rel: [] as number[],
+      get2: [] as number[],
+    };
     const warmup = 20;
     for (let i = 0; i < iterations + warmup; i++) {
       const key = `bench/${randomUUID()}`;
@@ -44,7 +51,8 @@ export async function benchLease(urls: readonly string[], iterations: number): P
         return [s, g, g2] as const;
       };
       // Interleave, alternating which side goes first.
-      const [l, b] = i % 2 === 0 ? [await leaseSide(), await bareSide()] : await bareSide().then(async (b2) => [await leaseSide(), b2] as const);
+      const [l, b] =
+        i % 2 === 0 ? [await leaseSide(), await bareSide()] : await bareSide().then(async (b2) => [await leaseSide(), b2] as const);
       if (i < warmup) continue;
       samples.acq.push(l[0]);
       samples.ref.push(l[1]);

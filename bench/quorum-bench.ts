@@ -51,7 +51,10 @@ export async function benchQuorumLoss(store: DynamoLineageStore, iterations: num
       const ref = await seedConversation(store, `bench-quorum-${randomUUID()}`, conversation(8));
       compaction.push(
         await timeIt(async () => {
-          const r = await compactSession({ lease: realLease, store, engine, leaseTtlMs: 5000 }, { ref, mode: 'rotate', origin: 'turn', holder: 'bench' });
+          const r = await compactSession(
+            { lease: realLease, store, engine, leaseTtlMs: 5000 },
+            { ref, mode: 'rotate', origin: 'turn', holder: 'bench' },
+          );
           const k = r.outcome === 'skipped' ? `skipped:${r.reason}` : r.outcome;
           outcomes[k] = (outcomes[k] ?? 0) + 1;
         }),

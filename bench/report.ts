@@ -33,7 +33,8 @@ export interface BenchResults {
 }
 
 const ms = (x: number) => (Number.isFinite(x) ? `${x.toFixed(2)} ms` : 'n/a');
-const cmp = (c: Comparison) => `${ms(c.subject.p50)} / ${ms(c.subject.p99)} | ${ms(c.baseline.p50)} / ${ms(c.baseline.p99)} | ${c.ratioP50}x`;
+const cmp = (c: Comparison) =>
+  `${ms(c.subject.p50)} / ${ms(c.subject.p99)} | ${ms(c.baseline.p50)} / ${ms(c.baseline.p99)} | ${c.ratioP50}x`;
 
 function table(head: string[], rows: (string | number)[][]): string {
   return [`| ${head.join(' | ')} |`, `|${head.map(() => '---').join('|')}|`, ...rows.map((r) => `| ${r.join(' | ')} |`)].join('\n');
@@ -48,12 +49,18 @@ export function sections(r: BenchResults): string[] {
       rows.push([`refresh, ${l.nodes} node(s)`, 'GET', ...cmp(l.refreshVsGet).split(' | ')]);
       rows.push([`release, ${l.nodes} node(s)`, 'GET', ...cmp(l.releaseVsGet).split(' | ')]);
     }
-    out.push(`### Lease vs bare Redis (same nodes, interleaved, ${r.lease[0]?.iterations} iterations)\n\n` + table(['operation', 'baseline', 'lease p50 / p99', 'baseline p50 / p99', 'ratio of p50s'], rows));
+    out.push(
+      `### Lease vs bare Redis (same nodes, interleaved, ${r.lease[0]?.iterations} iterations)\n\n` +
+        table(['operation', 'baseline', 'lease p50 / p99', 'baseline p50 / p99', 'ratio of p50s'], rows),
+    );
   }
   if (r.goals?.length) {
     out.push(
       `### Goals (SPEC P1-P4)\n\n` +
-        table(['goal', 'measured', 'target', 'met'], r.goals.map((g) => [g.id, `${g.measured} ${g.unit}`, `${g.target} ${g.unit}`, g.met ? 'yes' : '**no**'])),
+        table(
+          ['goal', 'measured', 'target', 'met'],
+          r.goals.map((g) => [g.id, `${g.measured} ${g.unit}`, `${g.target} ${g.unit}`, g.met ? 'yes' : '**no**']),
+        ),
     );
   }
   if (r.commit) {
@@ -76,14 +83,27 @@ export function sections(r: BenchResults): string[] {
   if (r.loser) {
     out.push(
       `### A losing caller (SPEC P2)\n\n` +
-        table(['measure', 'loser p50 / p99', 'bare SET NX PX round p50 / p99', 'ratio of p50s'], [['compactSession → skipped/locked (1,000-item session)', ...cmp(r.loser).split(' | ')]]),
+        table(
+          ['measure', 'loser p50 / p99', 'bare SET NX PX round p50 / p99', 'ratio of p50s'],
+          [['compactSession → skipped/locked (1,000-item session)', ...cmp(r.loser).split(' | ')]],
+        ),
     );
   }
   if (r.contention) {
     out.push(
       `### Contention on one session\n\n` +
         table(
-          ['contenders', 'rounds', 'loser → skipped p50 / p99', 'loser lease decision p50 / p99', 'Redis GET p50', 'ratio (skipped / GET)', 'outcomes', 'forks', 'leaked leases'],
+          [
+            'contenders',
+            'rounds',
+            'loser → skipped p50 / p99',
+            'loser lease decision p50 / p99',
+            'Redis GET p50',
+            'ratio (skipped / GET)',
+            'outcomes',
+            'forks',
+            'leaked leases',
+          ],
           r.contention.map((c) => [
             c.contenders,
             c.rounds,
@@ -91,7 +111,9 @@ export function sections(r: BenchResults): string[] {
             `${ms(c.loserLeaseDecision.p50)} / ${ms(c.loserLeaseDecision.p99)}`,
             ms(c.redisRoundTrip.p50),
             Number.isFinite(c.ratioP50) && c.ratioP50 !== null ? `${c.ratioP50}x` : 'n/a (no losers)',
-            Object.entries(c.outcomes).map(([k, v]) => `${k} ${v}`).join(', '),
+            Object.entries(c.outcomes)
+              .map(([k, v]) => `${k} ${v}`)
+              .join(', '),
             c.forks,
             c.leakedLeases,
           ]),
@@ -130,7 +152,15 @@ export function sections(r: BenchResults): string[] {
       `### Token counting per KiB (issue 11 #3: flat means linear; ratios are to the same input at 1 KiB)\n\n` +
         table(
           ['input', 'KiB', 'tokens', 'ours per KiB', 'ours ratio', 'plain gpt-tokenizer per KiB', 'plain ratio'],
-          r.tokens.map((t) => [t.kind, t.kib, t.tokens, perKib(t.msPerKib), ratio(t.ratioTo1Kib), perKib(t.plainMsPerKib), ratio(t.plainRatioTo1Kib)]),
+          r.tokens.map((t) => [
+            t.kind,
+            t.kib,
+            t.tokens,
+            perKib(t.msPerKib),
+            ratio(t.ratioTo1Kib),
+            perKib(t.plainMsPerKib),
+            ratio(t.plainRatioTo1Kib),
+          ]),
         ),
     );
   }
@@ -160,8 +190,34 @@ function chaosSection(chaosFile: string): string {
   if (!existsSync(chaosFile)) return 'No chaos run recorded yet: run `npm run test:chaos`.';
   const c = JSON.parse(readFileSync(chaosFile, 'utf8')) as Record<string, number | string>;
   return table(
-    ['races run', 'interleavings explored', 'crashes injected', 'node faults injected', 'inputs tried', 'input violations', 'forks found', 'leaked leases', 'run time', 'CHAOS_SCALE', 'when'],
-    [[c.racesRun!, c.interleavingsExplored!, c.crashesInjected!, c.nodeFaultsInjected!, c.inputsTried!, c.inputViolations ?? 'n/a', c.forksFound!, c.leakedLeases!, `${Math.round(Number(c.durationMs) / 1000)} s`, c.scale!, c.finishedAt!]],
+    [
+      'races run',
+      'interleavings explored',
+      'crashes injected',
+      'node faults injected',
+      'inputs tried',
+      'input violations',
+      'forks found',
+      'leaked leases',
+      'run time',
+      'CHAOS_SCALE',
+      'when',
+    ],
+    [
+      [
+        c.racesRun!,
+        c.interleavingsExplored!,
+        c.crashesInjected!,
+        c.nodeFaultsInjected!,
+        c.inputsTried!,
+        c.inputViolations ?? 'n/a',
+        c.forksFound!,
+        c.leakedLeases!,
+        `${Math.round(Number(c.durationMs) / 1000)} s`,
+        c.scale!,
+        c.finishedAt!,
+      ],
+    ],
   );
 }
 
@@ -184,7 +240,20 @@ function stormSection(stormFile: string): string {
   };
   const l = s.leftover;
   return table(
-    ['storm', 'appends acknowledged', 'appends/s per appender (mean / min)', 'compactions committed (fewest per session)', '503s (DynamoDB stopped / otherwise)', 'forks', 'losses', 'duplicates', 'left after the sweep (leases, attempts, orphans, tasks)', 'run time', 'scale', 'when'],
+    [
+      'storm',
+      'appends acknowledged',
+      'appends/s per appender (mean / min)',
+      'compactions committed (fewest per session)',
+      '503s (DynamoDB stopped / otherwise)',
+      'forks',
+      'losses',
+      'duplicates',
+      'left after the sweep (leases, attempts, orphans, tasks)',
+      'run time',
+      'scale',
+      'when',
+    ],
     [
       [
         '8 appenders, 16 compactors, 1 Redis node killed, DynamoDB stopped 5 s',

@@ -39,7 +39,12 @@ const started = Date.now();
 const stack = await startLocalStack({ redisNodes: 3, tableName: 'session-lineage-bench', env: {} });
 const single = await startRedis();
 const coord = await makeCoordinator({ redisUrls: stack.redisUrls, dynamodbEndpoint: stack.dynamodbEndpoint, tableName: stack.tableName });
-const results: BenchResults & { capacity?: CapacityResults } = { startedAt: new Date(started).toISOString(), scale, node: process.version, cpus: (await import('node:os')).cpus().length };
+const results: BenchResults & { capacity?: CapacityResults } = {
+  startedAt: new Date(started).toISOString(),
+  scale,
+  node: process.version,
+  cpus: (await import('node:os')).cpus().length,
+};
 const step = (name: string) => console.error(`[bench] ${name} (${((Date.now() - started) / 1000).toFixed(0)} s)`);
 try {
   if (want('lease')) {
@@ -61,7 +66,11 @@ try {
   }
   if (want('scale')) {
     step('scale');
-    results.sessions = await benchScale(coord, [100, 300, 1000].map((s) => Math.max(10, Math.round(s * Math.min(1, scale)))), 32);
+    results.sessions = await benchScale(
+      coord,
+      [100, 300, 1000].map((s) => Math.max(10, Math.round(s * Math.min(1, scale)))),
+      32,
+    );
   }
   if (want('quorum')) {
     step('quorum loss');
@@ -82,7 +91,11 @@ try {
     });
   }
   if (want('capacity')) {
-    results.capacity = await benchCapacity({ stack, scalingSessions: Number(process.env.BENCH_SCALING ?? 1) ? Math.max(20, Math.round(2000 * scale)) : 0, step });
+    results.capacity = await benchCapacity({
+      stack,
+      scalingSessions: Number(process.env.BENCH_SCALING ?? 1) ? Math.max(20, Math.round(2000 * scale)) : 0,
+      step,
+    });
   }
 } finally {
   await coord.close();

@@ -35,7 +35,12 @@ const ownModulesAreSideEffectFree: Plugin = {
   setup(b) {
     b.onResolve({ filter: /^\.\.?\// }, async (args) => {
       if (args.pluginData === SKIP) return undefined;
-      const resolved = await b.resolve(args.path, { kind: args.kind, importer: args.importer, resolveDir: args.resolveDir, pluginData: SKIP });
+      const resolved = await b.resolve(args.path, {
+        kind: args.kind,
+        importer: args.importer,
+        resolveDir: args.resolveDir,
+        pluginData: SKIP,
+      });
       if (resolved.errors.length > 0 || !resolved.path.startsWith(libDir)) return undefined;
       return { path: resolved.path, sideEffects: false };
     });
@@ -191,6 +196,8 @@ if (process.argv[1] && fileURLToPath(import.meta.url) === process.argv[1]) {
   const built = await buildFunctions();
   for (const b of built) {
     const lazy = b.lazyBytes > 0 ? ` (+ ${formatBytes(b.lazyBytes)} lazy)` : '';
-    console.log(`${b.name.padEnd(12)} ${formatBytes(b.bytes).padStart(10)}${lazy}  ${relative(projectRoot, dirname(b.outfile))}/ ${b.files.length} files`);
+    console.log(
+      `${b.name.padEnd(12)} ${formatBytes(b.bytes).padStart(10)}${lazy}  ${relative(projectRoot, dirname(b.outfile))}/ ${b.files.length} files`,
+    );
   }
 }

@@ -29,13 +29,15 @@ export async function ensureTable(client: DynamoDBClient, tableName: string): Pr
     if (d.Table?.TableStatus === 'ACTIVE') break;
     await new Promise((r) => setTimeout(r, 100));
   }
-  await client.send(
-    new UpdateTimeToLiveCommand({
-      TableName: tableName,
-      TimeToLiveSpecification: definition.TimeToLiveSpecification,
-    }),
-  ).catch((err: unknown) => {
-    // Enabling TTL twice is refused with "TimeToLive is already enabled"; that is the state we want.
-    if (!(err instanceof Error && /already enabled/i.test(err.message))) throw err;
-  });
+  await client
+    .send(
+      new UpdateTimeToLiveCommand({
+        TableName: tableName,
+        TimeToLiveSpecification: definition.TimeToLiveSpecification,
+      }),
+    )
+    .catch((err: unknown) => {
+      // Enabling TTL twice is refused with "TimeToLive is already enabled"; that is the state we want.
+      if (!(err instanceof Error && /already enabled/i.test(err.message))) throw err;
+    });
 }

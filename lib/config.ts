@@ -72,8 +72,7 @@ export class ConfigError extends Error {
 
 // --- the variables: keys are the variable names, so every issue's path names the variable ----
 
-const positiveInt = (error = 'must be a positive integer') =>
-  z.coerce.number({ error }).check(z.int({ error }), z.positive({ error }));
+const positiveInt = (error = 'must be a positive integer') => z.coerce.number({ error }).check(z.int({ error }), z.positive({ error }));
 const wholeSeconds = (error = 'must be a whole number of seconds (0 or more)') =>
   z.coerce.number({ error }).check(z.int({ error }), z.gte(0, { error }));
 const anyUrl = z.url({ protocol: /^https?$/, error: 'must be a URL (http or https)' });

@@ -14,14 +14,7 @@ import { publisherFromConfig, type AfterTurnPublisher } from './after-turn/publi
 import { CachedApiKeyResolver } from './api/api-key-cache.js';
 import { ApiKeyStore } from './api/api-keys.js';
 import type { ApiDeps } from './api/http-app.js';
-import {
-  createDynamoClient,
-  createRedisClients,
-  createSqsClient,
-  createSsmClient,
-  ssmSecretReader,
-  waitForRedis,
-} from './clients.js';
+import { createDynamoClient, createRedisClients, createSqsClient, createSsmClient, ssmSecretReader, waitForRedis } from './clients.js';
 import { compact } from './compaction/compact.js';
 import { compactionEventPublisherFrom } from './events/from-env.js';
 import { sessionCompactedEvent } from './events/session-compacted.js';
@@ -164,7 +157,8 @@ export function compaction(rt: Runtime): Promise<(req: CompactRequest) => Promis
     return async (req: CompactRequest) => {
       const outcome = await compact({ lease, store, engine, leaseTtlMs: config.leaseTtlMs, logger: rt.logger }, req);
       recordCompaction(metrics, outcome, { latencyMs: outcome.outcome === 'compressed' ? outcome.commitMs : undefined });
-      if (outcome.outcome === 'compressed') await events.publish(sessionCompactedEvent(req.ref.tenantId, outcome, new Date(), req.correlationId));
+      if (outcome.outcome === 'compressed')
+        await events.publish(sessionCompactedEvent(req.ref.tenantId, outcome, new Date(), req.correlationId));
       return outcome;
     };
   });

@@ -73,7 +73,8 @@ export function chargeWrite(
     if (old && now) {
       const keyMoved = at(old) !== at(now) || (index.range !== undefined && valueText(old[index.range]) !== valueText(now[index.range]));
       if (keyMoved) charges.push(charge(old, 'index delete'), charge(now, 'index put'));
-      else if (!sameEntry(old, now)) charges.push({ ...charge(now, 'index update'), wcu: writeUnits(Math.max(itemSize(old), itemSize(now))) * x });
+      else if (!sameEntry(old, now))
+        charges.push({ ...charge(now, 'index update'), wcu: writeUnits(Math.max(itemSize(old), itemSize(now))) * x });
     } else if (old) charges.push(charge(old, 'index delete'));
     else if (now) charges.push(charge(now, 'index put'));
   }

@@ -150,7 +150,14 @@ export function deriveModel(ops: readonly MeasuredOperation[], proofs: readonly 
     if (spread.kind === 'per-entity') {
       for (const l of familyLoads) {
         const perSecond = perPartition(l.maxWcu, l.maxRcu);
-        entities.push({ family: familyName, operation: l.op.name, wcu: l.maxWcu, rcu: l.maxRcu, perSecond, ...(l.op.items ? { itemsPerSecond: perSecond * l.op.items } : {}) });
+        entities.push({
+          family: familyName,
+          operation: l.op.name,
+          wcu: l.maxWcu,
+          rcu: l.maxRcu,
+          perSecond,
+          ...(l.op.items ? { itemsPerSecond: perSecond * l.op.items } : {}),
+        });
       }
     }
   }
@@ -160,21 +167,30 @@ export function deriveModel(ops: readonly MeasuredOperation[], proofs: readonly 
     if (!kind) return [];
     const lowest = [...(shared.get(op.name) ?? [])].sort((a, b) => a.perSecond - b.perSecond)[0];
     const ceiling = lowest?.perSecond ?? null;
-    return [{ operation: op.name, kind, target: TARGETS[kind], ceiling, limitedBy: lowest?.family ?? null, met: ceiling === null || ceiling >= TARGETS[kind] }];
+    return [
+      {
+        operation: op.name,
+        kind,
+        target: TARGETS[kind],
+        ceiling,
+        limitedBy: lowest?.family ?? null,
+        met: ceiling === null || ceiling >= TARGETS[kind],
+      },
+    ];
   });
 
   const costs: CostRow[] = ops.map((op) => {
-      const w = op.answer.wcu + (op.background?.wcu ?? 0);
-      const r = op.answer.rcu + (op.background?.rcu ?? 0);
-      const target = op.counts ? TARGETS[op.counts] : undefined;
-      return {
-        operation: op.name,
-        writeUnits: w,
-        readUnits: r,
-        usdPer1000: costUsd(w * 1000, r * 1000),
-        perSecondAtTableQuota: Math.min(ratio(TABLE_QUOTA.writeUnitsPerSecond, w), ratio(TABLE_QUOTA.readUnitsPerSecond, r)),
-        ...(target ? { unitsPerSecondAtTarget: { write: w * target, read: r * target } } : {}),
-      };
+    const w = op.answer.wcu + (op.background?.wcu ?? 0);
+    const r = op.answer.rcu + (op.background?.rcu ?? 0);
+    const target = op.counts ? TARGETS[op.counts] : undefined;
+    return {
+      operation: op.name,
+      writeUnits: w,
+      readUnits: r,
+      usdPer1000: costUsd(w * 1000, r * 1000),
+      perSecondAtTableQuota: Math.min(ratio(TABLE_QUOTA.writeUnitsPerSecond, w), ratio(TABLE_QUOTA.readUnitsPerSecond, r)),
+      ...(target ? { unitsPerSecondAtTarget: { write: w * target, read: r * target } } : {}),
+    };
   });
   return { keys, entities, targets, costs };
 }

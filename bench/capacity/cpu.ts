@@ -30,7 +30,17 @@ export function machineCpuSeconds(): { busy: number; total: number } {
   return { busy: busy / clockTicks(), total: (busy + idle! + iowait!) / clockTicks() };
 }
 
-export type Owner = 'our code (lib, functions)' | 'bench harness' | 'AWS SDK' | 'Redis client' | 'tokenizer' | 'other dependencies' | 'node internals' | 'garbage collector' | 'V8 / native (program)' | 'idle (waiting for I/O)';
+export type Owner =
+  | 'our code (lib, functions)'
+  | 'bench harness'
+  | 'AWS SDK'
+  | 'Redis client'
+  | 'tokenizer'
+  | 'other dependencies'
+  | 'node internals'
+  | 'garbage collector'
+  | 'V8 / native (program)'
+  | 'idle (waiting for I/O)';
 
 /** Who owns a frame's code; undefined for frames that only say "something native" (keep walking up). */
 function ownerOfUrl(url: string): Owner | undefined {
@@ -40,7 +50,12 @@ function ownerOfUrl(url: string): Owner | undefined {
     const rest = url.slice(nm + '/node_modules/'.length);
     const pkg = rest.startsWith('@') ? rest.split('/').slice(0, 2).join('/') : rest.split('/')[0]!;
     if (/^@(aws-sdk|smithy|aws-crypto)\//.test(pkg)) return 'AWS SDK';
-    if (['ioredis', '@sesamecare-oss/redlock', 'denque', 'redis-parser', 'redis-errors', 'cluster-key-slot', 'standard-as-callback'].includes(pkg)) return 'Redis client';
+    if (
+      ['ioredis', '@sesamecare-oss/redlock', 'denque', 'redis-parser', 'redis-errors', 'cluster-key-slot', 'standard-as-callback'].includes(
+        pkg,
+      )
+    )
+      return 'Redis client';
     if (pkg === 'gpt-tokenizer') return 'tokenizer';
     return 'other dependencies';
   }

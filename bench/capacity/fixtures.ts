@@ -25,7 +25,11 @@ export function chatItems(n: number, from = 0): Item[] {
 }
 
 export interface Http {
-  (method: 'GET' | 'POST' | 'DELETE', path: string, opts?: { body?: unknown; query?: Record<string, string>; headers?: Record<string, string> }): Promise<unknown>;
+  (
+    method: 'GET' | 'POST' | 'DELETE',
+    path: string,
+    opts?: { body?: unknown; query?: Record<string, string>; headers?: Record<string, string> },
+  ): Promise<unknown>;
 }
 
 /** Requests as one tenant's API key, answered by the service's handler in this process; a non-2xx answer throws. */
@@ -39,7 +43,8 @@ export function httpAs(deps: ApiDeps, apiKey: string): Http {
       ...(opts.query ? { queryStringParameters: opts.query } : {}),
     } as unknown as APIGatewayProxyEventV2;
     const res = await handleHttpRequest(event, deps, { requestId: randomUUID(), remainingTimeMs: () => 60_000 });
-    if (res.statusCode === undefined || res.statusCode >= 300) throw new Error(`${method} ${path}: HTTP ${res.statusCode} ${res.body ?? ''}`);
+    if (res.statusCode === undefined || res.statusCode >= 300)
+      throw new Error(`${method} ${path}: HTTP ${res.statusCode} ${res.body ?? ''}`);
     return res.body ? (JSON.parse(res.body) as unknown) : undefined;
   };
 }
@@ -64,6 +69,7 @@ export async function appendSeeded(store: DynamoLineageStore, ref: SessionRef, n
 
 export function expectOutcome(body: unknown, outcome: string, reason?: string): { sessionId: string } {
   const b = body as { outcome?: string; reason?: string; sessionId: string };
-  if (b.outcome !== outcome || (reason && b.reason !== reason)) throw new Error(`expected ${outcome}${reason ? `/${reason}` : ''}, got ${JSON.stringify(b).slice(0, 300)}`);
+  if (b.outcome !== outcome || (reason && b.reason !== reason))
+    throw new Error(`expected ${outcome}${reason ? `/${reason}` : ''}, got ${JSON.stringify(b).slice(0, 300)}`);
   return b;
 }

@@ -18,22 +18,42 @@ export interface ShardSettings {
 
 export function familyOf(target: string, partition: string, shards: ShardSettings): Family {
   if (target === 'attemptsByExpiry') {
-    return { name: 'attemptsByExpiry', pattern: 'attemptShard = A#<n>', spread: { kind: 'sharded', shards: shards.attemptShards, setting: 'ATTEMPT_SHARDS' } };
+    return {
+      name: 'attemptsByExpiry',
+      pattern: 'attemptShard = A#<n>',
+      spread: { kind: 'sharded', shards: shards.attemptShards, setting: 'ATTEMPT_SHARDS' },
+    };
   }
   if (target === 'rotationsByTime') {
-    return { name: 'rotationsByTime', pattern: 'rotationShard = R#<n>', spread: { kind: 'sharded', shards: shards.rotationShards, setting: 'ROTATION_SHARDS' } };
+    return {
+      name: 'rotationsByTime',
+      pattern: 'rotationShard = R#<n>',
+      spread: { kind: 'sharded', shards: shards.rotationShards, setting: 'ROTATION_SHARDS' },
+    };
   }
-  if (target === 'childrenByParent') return { name: 'childrenByParent', pattern: 'parentKey = <parent pk>', spread: { kind: 'per-entity', entity: 'parent session' } };
-  if (/^T#[^#]+#S#[^#]+$/.test(partition)) return { name: 'session', pattern: 'T#<tenant>#S#<session>', spread: { kind: 'per-entity', entity: 'session' } };
+  if (target === 'childrenByParent')
+    return { name: 'childrenByParent', pattern: 'parentKey = <parent pk>', spread: { kind: 'per-entity', entity: 'parent session' } };
+  if (/^T#[^#]+#S#[^#]+$/.test(partition))
+    return { name: 'session', pattern: 'T#<tenant>#S#<session>', spread: { kind: 'per-entity', entity: 'session' } };
   if (/^T#[^#]+#IDEM#[0-9a-f]+$/.test(partition)) {
-    return { name: 'create idempotency', pattern: 'T#<tenant>#IDEM#<sha256(key)>', spread: { kind: 'per-entity', entity: 'tenant + Idempotency-Key' } };
+    return {
+      name: 'create idempotency',
+      pattern: 'T#<tenant>#IDEM#<sha256(key)>',
+      spread: { kind: 'per-entity', entity: 'tenant + Idempotency-Key' },
+    };
   }
   if (partition.startsWith('IDEMPOTENCY#after-turn#')) {
-    return { name: 'after-turn idempotency', pattern: 'IDEMPOTENCY#after-turn#<messageId>', spread: { kind: 'per-entity', entity: 'SQS message id' } };
+    return {
+      name: 'after-turn idempotency',
+      pattern: 'IDEMPOTENCY#after-turn#<messageId>',
+      spread: { kind: 'per-entity', entity: 'SQS message id' },
+    };
   }
-  if (partition.startsWith('IDEMPOTENCY#')) return { name: 'after-turn idempotency (static key)', pattern: partition, spread: { kind: 'single' } };
+  if (partition.startsWith('IDEMPOTENCY#'))
+    return { name: 'after-turn idempotency (static key)', pattern: partition, spread: { kind: 'single' } };
   if (partition === 'SWEEP') return { name: 'sweep checkpoint', pattern: 'SWEEP / CHECKPOINT', spread: { kind: 'single' } };
-  if (partition.startsWith('APIKEY#')) return { name: 'API key', pattern: 'APIKEY#<sha256(key)>', spread: { kind: 'per-entity', entity: 'API key' } };
+  if (partition.startsWith('APIKEY#'))
+    return { name: 'API key', pattern: 'APIKEY#<sha256(key)>', spread: { kind: 'per-entity', entity: 'API key' } };
   return { name: `other (${partition.slice(0, 24)})`, pattern: partition, spread: { kind: 'single' } };
 }
 

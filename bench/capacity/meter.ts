@@ -60,7 +60,15 @@ export class CapacityMeter {
         if (!this.recording) return next(args);
         const op = String(context.commandName).replace(/Command$/, '');
         const input = args.input as Input;
-        const call: MeteredCall = { kind: 'dynamodb', op, start: this.tick++, end: -1, charges: [], itemsRead: 0, background: background.getStore() === true };
+        const call: MeteredCall = {
+          kind: 'dynamodb',
+          op,
+          start: this.tick++,
+          end: -1,
+          charges: [],
+          itemsRead: 0,
+          background: background.getStore() === true,
+        };
         this.calls.push(call);
         this.inFlight++;
         try {
@@ -77,7 +85,9 @@ export class CapacityMeter {
           const after = failure ? before : await this.images(writes.map((w) => w.key));
           for (const w of writes) {
             const k = keyText(w.key, this.model);
-            call.charges.push(...chargeWrite(this.model, w.kind, valueText(w.key[this.model.hash]), before.get(k), after.get(k), w.transactional));
+            call.charges.push(
+              ...chargeWrite(this.model, w.kind, valueText(w.key[this.model.hash]), before.get(k), after.get(k), w.transactional),
+            );
           }
           await this.priceReads(op, input, call);
           if (failure) throw failure;
@@ -125,7 +135,11 @@ export class CapacityMeter {
         return [{ key: input.Key, kind: 'delete', transactional: false }];
       case 'BatchWriteItem':
         return Object.values(input.RequestItems as Record<string, Input[]>).flatMap((reqs) =>
-          reqs.map((r): Write => (r.PutRequest ? { key: key(r.PutRequest.Item), kind: 'put', transactional: false } : { key: r.DeleteRequest.Key, kind: 'delete', transactional: false })),
+          reqs.map((r): Write =>
+            r.PutRequest
+              ? { key: key(r.PutRequest.Item), kind: 'put', transactional: false }
+              : { key: r.DeleteRequest.Key, kind: 'delete', transactional: false },
+          ),
         );
       case 'TransactWriteItems':
         return (input.TransactItems as Input[]).map((t): Write => {
@@ -145,7 +159,10 @@ export class CapacityMeter {
       const requests: { keys: WireItem[]; consistent: boolean }[] =
         op === 'GetItem'
           ? [{ keys: [input.Key], consistent: input.ConsistentRead === true }]
-          : Object.values(input.RequestItems as Record<string, Input>).map((r) => ({ keys: r.Keys, consistent: r.ConsistentRead === true }));
+          : Object.values(input.RequestItems as Record<string, Input>).map((r) => ({
+              keys: r.Keys,
+              consistent: r.ConsistentRead === true,
+            }));
       for (const r of requests) {
         const found = await this.images(r.keys);
         for (const k of r.keys) {
@@ -158,7 +175,9 @@ export class CapacityMeter {
       const target = input.IndexName ?? 'table';
       const hash = input.IndexName ? indexNamed(m, input.IndexName).hash : m.hash;
       const full = unprojected(input);
-      const out = await this.shadow.send(op === 'Query' ? new QueryCommand(full as QueryCommandInput) : new ScanCommand(full as ScanCommandInput));
+      const out = await this.shadow.send(
+        op === 'Query' ? new QueryCommand(full as QueryCommandInput) : new ScanCommand(full as ScanCommandInput),
+      );
       const items = (out.Items ?? []) as WireItem[];
       call.itemsRead += items.length;
       const partition = op === 'Query' ? partitionOfQuery(input, hash) : '(scan)';
@@ -175,7 +194,7 @@ export class CapacityMeter {
       while (pending.length > 0) {
         const out = await this.shadow.send(new BatchGetItemCommand({ RequestItems: { [table]: { Keys: pending, ConsistentRead: true } } }));
         for (const item of out.Responses?.[table] ?? []) found.set(keyText(item, this.model), item);
-        pending = (out.UnprocessedKeys?.[table]?.Keys ?? []);
+        pending = out.UnprocessedKeys?.[table]?.Keys ?? [];
       }
     }
     return found;
@@ -198,12 +217,24 @@ function dedupe(keys: readonly WireItem[], m: TableModel): WireItem[] {
 
 /** The same read without what does not change its cost (projection, filter, Select), names and values pruned. */
 function unprojected(input: Input): Input {
-  const { ProjectionExpression: _p, FilterExpression: _f, Select: _s, ReturnConsumedCapacity: _r, ExpressionAttributeNames, ExpressionAttributeValues, ...rest } = input;
+  const {
+    ProjectionExpression: _p,
+    FilterExpression: _f,
+    Select: _s,
+    ReturnConsumedCapacity: _r,
+    ExpressionAttributeNames,
+    ExpressionAttributeValues,
+    ...rest
+  } = input;
   const text = [rest.KeyConditionExpression ?? ''].join(' ');
   const used = (token: string) => new RegExp(`${token}(?![\\w])`).test(text);
   const names = Object.fromEntries(Object.entries((ExpressionAttributeNames ?? {}) as Record<string, string>).filter(([k]) => used(k)));
   const values = Object.fromEntries(Object.entries((ExpressionAttributeValues ?? {}) as Record<string, unknown>).filter(([k]) => used(k)));
-  return { ...rest, ...(Object.keys(names).length ? { ExpressionAttributeNames: names } : {}), ...(Object.keys(values).length ? { ExpressionAttributeValues: values } : {}) };
+  return {
+    ...rest,
+    ...(Object.keys(names).length ? { ExpressionAttributeNames: names } : {}),
+    ...(Object.keys(values).length ? { ExpressionAttributeValues: values } : {}),
+  };
 }
 
 /** The partition key value of a Query, from its key condition (`name = :value`). */

@@ -60,7 +60,11 @@ export async function measureSessionOps(p: Probe): Promise<SessionOpsResult> {
   await m('session', 'create', () => http('POST', '/sessions', { body: { source: 'bench' } }));
   const creates: OperationCost[] = [];
   for (const key of ['k-1', 'k-2']) {
-    creates.push(await p.measure(`create with Idempotency-Key ${key}`, () => http('POST', '/sessions', { body: { source: 'bench' }, headers: { 'idempotency-key': key } })));
+    creates.push(
+      await p.measure(`create with Idempotency-Key ${key}`, () =>
+        http('POST', '/sessions', { body: { source: 'bench' }, headers: { 'idempotency-key': key } }),
+      ),
+    );
   }
   ops.push({ group: 'session', ...creates[0]!, name: 'create with Idempotency-Key' });
   await m('session', 'create, retried with the same Idempotency-Key', () =>
@@ -71,11 +75,16 @@ export async function measureSessionOps(p: Probe): Promise<SessionOpsResult> {
   const target = await seeded(store, tenantId, SMALL);
   let next = SMALL;
   for (const n of [1, 10, 98]) {
-    await m('session', `append ${n}`, () => http('POST', path(target, '/messages'), { body: { messages: chatItems(n, next) } }), { counts: 'append', items: n });
+    await m('session', `append ${n}`, () => http('POST', path(target, '/messages'), { body: { messages: chatItems(n, next) } }), {
+      counts: 'append',
+      items: n,
+    });
     next += n;
   }
-  await m('session', 'append 1 with Idempotency-Key', () =>
-    http('POST', path(target, '/messages'), { body: { messages: chatItems(1, next++) }, headers: { 'idempotency-key': 'a-1' } }),
+  await m(
+    'session',
+    'append 1 with Idempotency-Key',
+    () => http('POST', path(target, '/messages'), { body: { messages: chatItems(1, next++) }, headers: { 'idempotency-key': 'a-1' } }),
     { counts: 'append', items: 1 },
   );
 
@@ -86,17 +95,29 @@ export async function measureSessionOps(p: Probe): Promise<SessionOpsResult> {
   const doomed = await seeded(store, tenantId, SMALL);
   await m('session', `delete (${SMALL} items; purge in the background)`, () => http('DELETE', path(doomed)));
 
-  for (const [mode, n] of [['rotate', SMALL], ['rotate', LARGE], ['in_place', SMALL], ['in_place', LARGE]] as const) {
+  for (const [mode, n] of [
+    ['rotate', SMALL],
+    ['rotate', LARGE],
+    ['in_place', SMALL],
+    ['in_place', LARGE],
+  ] as const) {
     const ref = await seeded(store, tenantId, n);
     const label = mode === 'rotate' ? `compress rotate, ${n} items` : `compress in place, ${n} items (archive in the background)`;
-    await m('compaction', label, async () => expectOutcome(await http('POST', path(ref, '/compress'), { body: { mode } }), 'compressed'), { counts: 'compaction' });
+    await m('compaction', label, async () => expectOutcome(await http('POST', path(ref, '/compress'), { body: { mode } }), 'compressed'), {
+      counts: 'compaction',
+    });
   }
   // A chain's later rotations also move the root's tip pointer (the same transaction).
   const root = await seeded(store, tenantId, SMALL);
-  const child = { tenantId, sessionId: expectOutcome(await http('POST', path(root, '/compress'), { body: { mode: 'rotate' } }), 'compressed').sessionId };
+  const child = {
+    tenantId,
+    sessionId: expectOutcome(await http('POST', path(root, '/compress'), { body: { mode: 'rotate' } }), 'compressed').sessionId,
+  };
   await appendSeeded(store, child, SMALL, SMALL);
-  await m('compaction', `compress rotate, ${SMALL} items, 2nd in a chain (root tip updated)`, async () =>
-    expectOutcome(await http('POST', path(child, '/compress'), { body: { mode: 'rotate' } }), 'compressed'),
+  await m(
+    'compaction',
+    `compress rotate, ${SMALL} items, 2nd in a chain (root tip updated)`,
+    async () => expectOutcome(await http('POST', path(child, '/compress'), { body: { mode: 'rotate' } }), 'compressed'),
     { counts: 'compaction' },
   );
 
@@ -105,7 +126,11 @@ export async function measureSessionOps(p: Probe): Promise<SessionOpsResult> {
   const slow = await seeded(store, tenantId, SMALL);
   const lease = await p.core.lease.tryAcquire(sessionKey(slow), { ttlMs: 30_000, holder: 'slow-compaction' });
   if (!lease.acquired) throw new Error('bench: could not take the lease');
-  const begun = await store.beginAttempt(slow, { holder: lease.token, leaseExpiresAt: lease.expiresAt, activityLabel: 'compaction started' });
+  const begun = await store.beginAttempt(slow, {
+    holder: lease.token,
+    leaseExpiresAt: lease.expiresAt,
+    activityLabel: 'compaction started',
+  });
   await m('compaction', REFRESH_OP, async () => {
     const r = await p.core.lease.refresh(lease, 30_000);
     if (!r.refreshed || !(await store.extendAttempt(slow, begun.attempt, r.expiresAt))) throw new Error('bench: refresh failed');
@@ -139,8 +164,19 @@ export async function measureSessionOps(p: Probe): Promise<SessionOpsResult> {
     const ref = await seeded(store, tenantId, OVER_THRESHOLD);
     due.push(await p.measure(`after-turn ${id}`, turn(ref, id)));
   }
-  ops.push({ group: 'after-turn', ...due[0]!, name: `after-turn check, above the threshold (${OVER_THRESHOLD} items: compacts, rotate)`, counts: 'compaction' });
-  proofs.push(proofOf('after-turn idempotency', ids.map((id) => `message id ${id.slice(0, 12)}…`), due));
+  ops.push({
+    group: 'after-turn',
+    ...due[0]!,
+    name: `after-turn check, above the threshold (${OVER_THRESHOLD} items: compacts, rotate)`,
+    counts: 'compaction',
+  });
+  proofs.push(
+    proofOf(
+      'after-turn idempotency',
+      ids.map((id) => `message id ${id.slice(0, 12)}…`),
+      due,
+    ),
+  );
   const redelivered = await seeded(store, tenantId, OVER_THRESHOLD);
   const id = `msg-${randomUUID()}`;
   await turn(redelivered, id)();
@@ -149,5 +185,9 @@ export async function measureSessionOps(p: Probe): Promise<SessionOpsResult> {
 }
 
 function proofOf(family: string, instances: string[], costs: readonly OperationCost[]): Proof {
-  return { family, instances, partitions: costs.map((c) => [...new Set(c.partitions.filter((u) => u.family === family).map((u) => u.partition))]) };
+  return {
+    family,
+    instances,
+    partitions: costs.map((c) => [...new Set(c.partitions.filter((u) => u.family === family).map((u) => u.partition))]),
+  };
 }

@@ -104,23 +104,39 @@ function phaseOf(calls: readonly MeteredCall[]): PhaseCost {
     ops,
     wcu: sum(charges, (c) => c.wcu),
     rcu: sum(charges, (c) => c.rcu),
-    bytesWritten: sum(charges.filter((c) => c.wcu > 0 && c.target === 'table'), (c) => c.bytes),
-    bytesRead: sum(charges.filter((c) => c.rcu > 0), (c) => c.bytes),
+    bytesWritten: sum(
+      charges.filter((c) => c.wcu > 0 && c.target === 'table'),
+      (c) => c.bytes,
+    ),
+    bytesRead: sum(
+      charges.filter((c) => c.rcu > 0),
+      (c) => c.bytes,
+    ),
     itemsRead: sum(calls, (c) => c.itemsRead),
     failedCalls: calls.filter((c) => c.failed).length,
   };
 }
 
-function costOf(name: string, calls: readonly MeteredCall[], redisCalls: readonly Call[], nodes: readonly Redis[], shards: ShardSettings): OperationCost {
+function costOf(
+  name: string,
+  calls: readonly MeteredCall[],
+  redisCalls: readonly Call[],
+  nodes: readonly Redis[],
+  shards: ShardSettings,
+): OperationCost {
   const answer = calls.filter((c) => !c.background);
   const later = calls.filter((c) => c.background);
   const perNode = nodes.map((_n, i) => {
     const counts: Record<string, number> = {};
     // redlock sends EVAL until its script is cached, EVALSHA after: one command either way.
-    for (const c of redisCalls.filter((r) => r.node === i)) counts[c.op === 'evalsha' ? 'eval' : c.op] = (counts[c.op === 'evalsha' ? 'eval' : c.op] ?? 0) + 1;
+    for (const c of redisCalls.filter((r) => r.node === i))
+      counts[c.op === 'evalsha' ? 'eval' : c.op] = (counts[c.op === 'evalsha' ? 'eval' : c.op] ?? 0) + 1;
     return counts;
   });
-  const partitions = byPartition(calls.flatMap((c) => c.charges), shards);
+  const partitions = byPartition(
+    calls.flatMap((c) => c.charges),
+    shards,
+  );
   return {
     name,
     answer: phaseOf(answer),
@@ -135,7 +151,13 @@ function byPartition(charges: readonly Charge[], shards: ShardSettings): Partiti
   const uses = new Map<string, PartitionUse>();
   for (const c of charges) {
     const id = `${c.target}\u0000${c.partition}`;
-    const u = uses.get(id) ?? { target: c.target, partition: c.partition, family: familyOf(c.target, c.partition, shards).name, wcu: 0, rcu: 0 };
+    const u = uses.get(id) ?? {
+      target: c.target,
+      partition: c.partition,
+      family: familyOf(c.target, c.partition, shards).name,
+      wcu: 0,
+      rcu: 0,
+    };
     u.wcu += c.wcu;
     u.rcu += c.rcu;
     uses.set(id, u);

@@ -13,10 +13,18 @@ function table(head: string[], rows: (string | number)[][]): string {
 }
 
 const kb = (bytes: number) => (bytes < 1024 ? `${bytes} B` : `${fmt(bytes / 1024)} KB`);
-const ops = (p: PhaseCost) => Object.entries(p.ops).map(([k, v]) => `${k}${v > 1 ? ` ×${v}` : ''}`).join(', ') || '–';
+const ops = (p: PhaseCost) =>
+  Object.entries(p.ops)
+    .map(([k, v]) => `${k}${v > 1 ? ` ×${v}` : ''}`)
+    .join(', ') || '–';
 
 function redisText(op: MeasuredOperation): string {
-  const nodes = op.redis.perNode.map((n) => Object.entries(n).map(([k, v]) => `${k} ${v}`).join(', ') || '–');
+  const nodes = op.redis.perNode.map(
+    (n) =>
+      Object.entries(n)
+        .map(([k, v]) => `${k} ${v}`)
+        .join(', ') || '–',
+  );
   return new Set(nodes).size === 1 ? `${nodes[0]} (each of ${nodes.length} nodes)` : nodes.map((n, i) => `node ${i}: ${n}`).join('; ');
 }
 
@@ -26,7 +34,11 @@ function hottest(op: MeasuredOperation): string {
 }
 
 function keysTouched(op: MeasuredOperation): string {
-  return op.families.map((f) => `${f.family}${f.partitions > 1 ? ` (${f.partitions} partitions)` : ''}: ${fmt(f.wcu)} W / ${fmt(f.rcu)} R`).join('; ') || '–';
+  return (
+    op.families
+      .map((f) => `${f.family}${f.partitions > 1 ? ` (${f.partitions} partitions)` : ''}: ${fmt(f.wcu)} W / ${fmt(f.rcu)} R`)
+      .join('; ') || '–'
+  );
 }
 
 function operationsSection(r: CapacityResults): string {
@@ -72,8 +84,18 @@ function ceilingsSection(r: CapacityResults): string {
     k.target === null ? '–' : `${fmt(k.target, 0)}/s`,
     k.met === null ? '' : k.met ? 'meets' : '**BELOW**',
   ]);
-  const targets = m.targets.map((t) => [t.operation, `${fmt(t.target, 0)}/s`, t.ceiling === null ? 'none (per-entity keys only)' : `${fmt(t.ceiling, 0)}/s (${t.limitedBy})`, t.met ? 'meets' : '**BELOW**']);
-  const longest = r.compactionLengths.map((c) => `${c.fn}: timeout ${c.timeoutSeconds} s − ${c.safetyMarginMs / 1000} s margin, refresh every ${c.refreshIntervalMs / 1000} s → ${c.maxRefreshes}`).join('; ');
+  const targets = m.targets.map((t) => [
+    t.operation,
+    `${fmt(t.target, 0)}/s`,
+    t.ceiling === null ? 'none (per-entity keys only)' : `${fmt(t.ceiling, 0)}/s (${t.limitedBy})`,
+    t.met ? 'meets' : '**BELOW**',
+  ]);
+  const longest = r.compactionLengths
+    .map(
+      (c) =>
+        `${c.fn}: timeout ${c.timeoutSeconds} s − ${c.safetyMarginMs / 1000} s margin, refresh every ${c.refreshIntervalMs / 1000} s → ${c.maxRefreshes}`,
+    )
+    .join('; ');
   return `## Service-wide ceilings of each key design
 
 A key design caps the service at *spread × min(1,000 WCU / its WCU per operation, 3,000 RCU / its RCU per operation)*
@@ -119,14 +141,21 @@ function sweepCheckpointLine(r: CapacityResults): string {
 function entitySection(r: CapacityResults): string {
   const measuredOp = (name: string) => r.operations.find((o) => o.name === name && !o.derivedFrom);
   const session = r.model.entities.filter((e) => e.family === 'session' && measuredOp(e.operation)?.counts);
-  const rows = session.map((e) => [e.operation, `${fmt(e.wcu)} WCU, ${fmt(e.rcu)} RCU`, `**${fmt(e.perSecond)}/s**`, e.itemsPerSecond ? `${fmt(e.itemsPerSecond, 0)} items/s` : '']);
+  const rows = session.map((e) => [
+    e.operation,
+    `${fmt(e.wcu)} WCU, ${fmt(e.rcu)} RCU`,
+    `**${fmt(e.perSecond)}/s**`,
+    e.itemsPerSecond ? `${fmt(e.itemsPerSecond, 0)} items/s` : '',
+  ]);
   // The other per-entity keys: each one's busiest measured operation.
-  const msg = [...new Map(
-    r.model.entities
-      .filter((e) => e.family !== 'session' && e.family !== 'API key' && measuredOp(e.operation))
-      .sort((a, b) => b.perSecond - a.perSecond)
-      .map((e) => [e.family, e]),
-  ).values()];
+  const msg = [
+    ...new Map(
+      r.model.entities
+        .filter((e) => e.family !== 'session' && e.family !== 'API key' && measuredOp(e.operation))
+        .sort((a, b) => b.perSecond - a.perSecond)
+        .map((e) => [e.family, e]),
+    ).values(),
+  ];
   const itemsBound = Math.max(0, ...session.map((e) => e.itemsPerSecond ?? 0));
   return `## One hot session
 
@@ -138,7 +167,7 @@ Two appends to one session are also serialized by its version condition (a loser
 condition returned), and one session compacts at most once at a time (its lease): those bound a hot session by latency,
 not capacity, and are not counted here.
 
-${table(['operation', 'on the session\'s busiest partition', 'per session', ''], rows)}
+${table(['operation', "on the session's busiest partition", 'per session', ''], rows)}
 
 A lease refresh adds its attempt-record extend to the compacted session (see the refresh row above).
 
@@ -170,11 +199,22 @@ ${table(['operation', 'WRU', 'RRU', 'per 1,000', 'at the default table quota', '
 
 function sweepSection(r: CapacityResults): string {
   const sweeps = r.operations.filter((o) => o.group === 'sweep');
-  const rows = sweeps.map((o) => [o.name, `${o.answer.calls} (${o.answer.steps} seq.)`, ops(o.answer), o.answer.itemsRead, fmt(o.answer.wcu), fmt(o.answer.rcu), redisText(o)]);
+  const rows = sweeps.map((o) => [
+    o.name,
+    `${o.answer.calls} (${o.answer.steps} seq.)`,
+    ops(o.answer),
+    o.answer.itemsRead,
+    fmt(o.answer.wcu),
+    fmt(o.answer.rcu),
+    redisText(o),
+  ]);
   const idle = sweeps.find((o) => o.name === 'sweep run, nothing to do');
   const old = sweeps.find((o) => o.name.includes('older rotations'));
   const items = (n: number) => `${n} item${n === 1 ? '' : 's'}`;
-  const flat = idle && old ? `With ${old.name.match(/(\d+) older/)?.[1]} older rotations before its checkpoint the sweep read ${items(old.answer.itemsRead)} in ${old.answer.calls} calls, ${old.answer.itemsRead === idle.answer.itemsRead && old.answer.calls === idle.answer.calls ? 'the same as' : '**not** the same as'} with none (${items(idle.answer.itemsRead)}, ${idle.answer.calls} calls): the fork audit reads only the rotations since its last run (\`findRecentForks\` from the checkpoint, less a ${r.settings.forkAuditOverlapMinutes}-minute overlap).` : '';
+  const flat =
+    idle && old
+      ? `With ${old.name.match(/(\d+) older/)?.[1]} older rotations before its checkpoint the sweep read ${items(old.answer.itemsRead)} in ${old.answer.calls} calls, ${old.answer.itemsRead === idle.answer.itemsRead && old.answer.calls === idle.answer.calls ? 'the same as' : '**not** the same as'} with none (${items(idle.answer.itemsRead)}, ${idle.answer.calls} calls): the fork audit reads only the rotations since its last run (\`findRecentForks\` from the checkpoint, less a ${r.settings.forkAuditOverlapMinutes}-minute overlap).`
+      : '';
   return `## Sweep
 
 Each run lists every \`attemptsByExpiry\` shard (${r.settings.attemptShards}, at most ${r.settings.shardQueryConcurrency} queries at once) and every \`rotationsByTime\` shard
@@ -190,7 +230,9 @@ function scalingSection(s: ScalingResult | undefined): string {
     x.sessions,
     x.seconds,
     `**${x.sessionsPerSecond}**`,
-    Object.entries(x.outcomes).map(([k, v]) => `${k} ${v}`).join(', '),
+    Object.entries(x.outcomes)
+      .map(([k, v]) => `${k} ${v}`)
+      .join(', '),
     x.forks,
     x.peakDynamoInFlight,
     `${x.cores.thisProcess} / ${x.cores.dynamoLocal} / ${x.cores.redis} / ${x.cores.others} (machine ${x.cores.machine} of ${s.cpus})`,

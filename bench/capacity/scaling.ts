@@ -54,7 +54,13 @@ export async function runScaling(opts: ScalingOptions): Promise<ScalingResult> {
   const before = loadavg().map((x) => round(x, 2));
   const rows: ScalingRow[] = [];
   for (const concurrency of opts.concurrencies) rows.push(await level(opts, concurrency));
-  return { cpus: cpus().length, itemsPerSession: opts.itemsPerSession, loadAverageBefore: before, loadAverageAfter: loadavg().map((x) => round(x, 2)), rows };
+  return {
+    cpus: cpus().length,
+    itemsPerSession: opts.itemsPerSession,
+    loadAverageBefore: before,
+    loadAverageAfter: loadavg().map((x) => round(x, 2)),
+    rows,
+  };
 }
 
 async function level(opts: ScalingOptions, concurrency: number): Promise<ScalingRow> {

@@ -22,15 +22,30 @@ export const SWEEP_SCALE: SweepScale = { expired: 100, recentRotations: 100, old
 
 type Setup = (p: Probe) => Promise<void>;
 
-export async function measureSweeps(base: Omit<ProbeOptions, 'tableName'>, scale: SweepScale = SWEEP_SCALE): Promise<{ operations: MeasuredOperation[]; results: Record<string, SweepResult> }> {
+export async function measureSweeps(
+  base: Omit<ProbeOptions, 'tableName'>,
+  scale: SweepScale = SWEEP_SCALE,
+): Promise<{ operations: MeasuredOperation[]; results: Record<string, SweepResult> }> {
   const scenarios: [string, Setup, (r: SweepResult) => boolean][] = [
     ['sweep run, nothing to do', async () => undefined, (r) => r.expiredAttemptsCleaned === 0],
-    [`sweep run, ${scale.expired} expired attempts`, (p) => expiredAttempts(p, scale.expired), (r) => r.expiredAttemptsCleaned === scale.expired],
-    [`sweep run, ${scale.recentRotations} rotations since its last run`, (p) => rotations(p.core.store, scale.recentRotations), (r) => r.forksFound === 0],
+    [
+      `sweep run, ${scale.expired} expired attempts`,
+      (p) => expiredAttempts(p, scale.expired),
+      (r) => r.expiredAttemptsCleaned === scale.expired,
+    ],
+    [
+      `sweep run, ${scale.recentRotations} rotations since its last run`,
+      (p) => rotations(p.core.store, scale.recentRotations),
+      (r) => r.forksFound === 0,
+    ],
     [
       `sweep run, nothing to do, ${scale.oldRotations} older rotations before its checkpoint`,
       // Rotations three hours old: long before the checkpoint the warm-up run leaves.
-      (p) => rotations(new DynamoLineageStore({ client: p.core.dynamo, tableName: p.tableName, now: () => Date.now() - 3 * 3600_000 }), scale.oldRotations),
+      (p) =>
+        rotations(
+          new DynamoLineageStore({ client: p.core.dynamo, tableName: p.tableName, now: () => Date.now() - 3 * 3600_000 }),
+          scale.oldRotations,
+        ),
       (r) => r.forksFound === 0,
     ],
   ];
@@ -63,7 +78,11 @@ async function expiredAttempts(p: Probe, n: number): Promise<void> {
   const tenantId = `sweep-${randomUUID().slice(0, 8)}`;
   for (let i = 0; i < n; i++) {
     const ref = await seeded(p.core.store, tenantId, 2);
-    await p.core.store.beginAttempt(ref, { holder: `crashed-${i}`, leaseExpiresAt: Date.now() - 60_000, activityLabel: 'compaction started' });
+    await p.core.store.beginAttempt(ref, {
+      holder: `crashed-${i}`,
+      leaseExpiresAt: Date.now() - 60_000,
+      activityLabel: 'compaction started',
+    });
   }
 }
 
@@ -74,7 +93,11 @@ async function rotations(store: DynamoLineageStore, n: number): Promise<void> {
     if (r.replayed) throw new Error('unexpected replay');
     const ref: SessionRef = { tenantId, sessionId: r.session.sessionId };
     await store.appendItems(ref, { prepare: asIs(chatItems(4)) });
-    const begun = await store.beginAttempt(ref, { holder: `rotate-${i}`, leaseExpiresAt: Date.now() + 60_000, activityLabel: 'compaction started' });
+    const begun = await store.beginAttempt(ref, {
+      holder: `rotate-${i}`,
+      leaseExpiresAt: Date.now() + 60_000,
+      activityLabel: 'compaction started',
+    });
     await store.commitRotation(ref, begun, { compacted: chatItems(2, 100), tokenEstimates: [1, 1], activityLabel: 'compaction completed' });
   }
 }

@@ -40,7 +40,9 @@ export function verdict(s: ScalingResult): string {
         `the differences between levels are what the machine's other work left over, and a session getting slightly cheaper as batches grow.`
       : (() => {
           const flat = flatPoint(rows);
-          return flat ? `The curve flattens after concurrency ${flat.concurrency} (the next level adds less than ${Math.round((FLAT_GAIN - 1) * 100)}%).` : `It was still rising at ${rows.at(-1)!.concurrency}.`;
+          return flat
+            ? `The curve flattens after concurrency ${flat.concurrency} (the next level adds less than ${Math.round((FLAT_GAIN - 1) * 100)}%).`
+            : `It was still rising at ${rows.at(-1)!.concurrency}.`;
         })();
   const who =
     ddbMs > ourMs

@@ -51,7 +51,8 @@ export function parseCommand<O extends OptionSpecs = Record<never, OptionSpec>>(
   if (parsed.values.help) throw new HelpRequested(syntax.usage);
   const expected = syntax.positionals ?? [];
   if (parsed.positionals.length < expected.length) throw new UsageError(`missing <${expected[parsed.positionals.length]}>`, syntax.usage);
-  if (parsed.positionals.length > expected.length) throw new UsageError(`unexpected argument: ${parsed.positionals[expected.length]}`, syntax.usage);
+  if (parsed.positionals.length > expected.length)
+    throw new UsageError(`unexpected argument: ${parsed.positionals[expected.length]}`, syntax.usage);
   for (const name of syntax.required ?? []) {
     if (!parsed.values[name]) throw new UsageError(`--${name} is required`, syntax.usage);
   }
@@ -59,12 +60,14 @@ export function parseCommand<O extends OptionSpecs = Record<never, OptionSpec>>(
 }
 
 export function tenantOf(tenant: string | undefined, usage: string): string {
-  if (!tenant || !TENANT_ID_PATTERN.test(tenant)) throw new UsageError(`invalid --tenant "${tenant ?? ''}": 1-64 letters, digits, '_', '.', '-'`, usage);
+  if (!tenant || !TENANT_ID_PATTERN.test(tenant))
+    throw new UsageError(`invalid --tenant "${tenant ?? ''}": 1-64 letters, digits, '_', '.', '-'`, usage);
   return tenant;
 }
 
 export function sessionRefOf(tenant: string | undefined, sessionId: string | undefined, usage: string): SessionRef {
   const tenantId = tenantOf(tenant, usage);
-  if (!sessionId || !SESSION_ID_PATTERN.test(sessionId)) throw new UsageError(`invalid session id "${sessionId ?? ''}": 1-128 letters, digits, '_', '-'`, usage);
+  if (!sessionId || !SESSION_ID_PATTERN.test(sessionId))
+    throw new UsageError(`invalid session id "${sessionId ?? ''}": 1-128 letters, digits, '_', '-'`, usage);
   return { tenantId, sessionId };
 }

@@ -11,7 +11,17 @@ import { lineage, sessionsShow } from './commands/sessions.js';
 import { CliError, EXIT_FAILED, EXIT_OK, EXIT_USAGE, UsageError } from './errors.js';
 import { processIo, type CliIo } from './io.js';
 
-export const COMMANDS: readonly Command[] = [sessionsShow, lineage, auditForks, keysCreate, keysList, keysRevoke, leaseShow, leaseRelease, dlqRedrive];
+export const COMMANDS: readonly Command[] = [
+  sessionsShow,
+  lineage,
+  auditForks,
+  keysCreate,
+  keysList,
+  keysRevoke,
+  leaseShow,
+  leaseRelease,
+  dlqRedrive,
+];
 
 export function usage(): string {
   const width = Math.max(...COMMANDS.map((c) => c.name.length));
@@ -40,7 +50,12 @@ export async function run(argv: string[], io: CliIo = processIo()): Promise<numb
   }
   const command = find(argv);
   if (!command) {
-    io.stderr.write(`error: unknown command: ${argv.slice(0, 2).filter((a) => !a.startsWith('-')).join(' ')}\n${usage()}\n`);
+    io.stderr.write(
+      `error: unknown command: ${argv
+        .slice(0, 2)
+        .filter((a) => !a.startsWith('-'))
+        .join(' ')}\n${usage()}\n`,
+    );
     return EXIT_USAGE;
   }
   try {

@@ -40,7 +40,10 @@ export const stackNameOf = (stage: string): string => `session-lineage-${stage}`
 export const redisUrlsParamOf = (stage: string): string => `/session-lineage/${stage}/redis-urls`;
 
 const splitUrls = (v: string | undefined): string[] | undefined => {
-  const urls = v?.split(',').map((s) => s.trim()).filter(Boolean);
+  const urls = v
+    ?.split(',')
+    .map((s) => s.trim())
+    .filter(Boolean);
   return urls?.length ? urls : undefined;
 };
 
@@ -159,7 +162,9 @@ async function describeOutputs(stackName: string, region: string): Promise<Map<s
     const out = await cfn.send(new DescribeStacksCommand({ StackName: stackName }));
     const stack = out.Stacks?.[0];
     if (!stack) throw new CliError(`stack ${stackName} not found in ${region}`);
-    return new Map((stack.Outputs ?? []).flatMap((o) => (o.OutputKey && o.OutputValue !== undefined ? [[o.OutputKey, o.OutputValue] as const] : [])));
+    return new Map(
+      (stack.Outputs ?? []).flatMap((o) => (o.OutputKey && o.OutputValue !== undefined ? [[o.OutputKey, o.OutputValue] as const] : [])),
+    );
   } catch (err) {
     if (err instanceof Error && err.name === 'ValidationError' && /does not exist/.test(err.message)) {
       throw new CliError(`stack ${stackName} not found in ${region}: deploy the stage or check --stage / --region`);

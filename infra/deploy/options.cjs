@@ -42,7 +42,8 @@ function ids(name, value, prefix) {
 function int(name, value, { min, max, optional = false }) {
   if (value === '' && optional) return null;
   const n = Number(value);
-  if (value === '' || !Number.isInteger(n) || n < min || n > max) fail(`${name}: "${value}" must be an integer from ${min} to ${max}${optional ? ', or empty' : ''}`);
+  if (value === '' || !Number.isInteger(n) || n < min || n > max)
+    fail(`${name}: "${value}" must be an integer from ${min} to ${max}${optional ? ', or empty' : ''}`);
   return n;
 }
 
@@ -54,7 +55,8 @@ function num(name, value, { min, max }) {
 
 function ssmName(name, value) {
   // Parameter Store's own character set; it also keeps `${` out of the Fn::Sub strings below.
-  if (!/^\/[A-Za-z0-9_.\-/]+$/.test(value)) fail(`${name}: "${value}" must be a full SSM parameter name such as /session-lineage/prod/redis-urls`);
+  if (!/^\/[A-Za-z0-9_.\-/]+$/.test(value))
+    fail(`${name}: "${value}" must be a full SSM parameter name such as /session-lineage/prod/redis-urls`);
   return value;
 }
 
@@ -66,10 +68,22 @@ function arn(service, resource) {
 /** ssm:GetParameter on exactly these names, the Secrets Manager secret behind a reference name, and kms:Decrypt only via those services. */
 function secretsPolicy(names, kmsKeyArn) {
   const referenced = names.filter((n) => n.startsWith(SECRETS_MANAGER_REFERENCE)).map((n) => n.slice(SECRETS_MANAGER_REFERENCE.length));
-  const statements = [{ Sid: 'ReadOwnSecretParameters', Effect: 'Allow', Action: 'ssm:GetParameter', Resource: names.map((n) => arn('ssm', `parameter${n}`)) }];
+  const statements = [
+    {
+      Sid: 'ReadOwnSecretParameters',
+      Effect: 'Allow',
+      Action: 'ssm:GetParameter',
+      Resource: names.map((n) => arn('ssm', `parameter${n}`)),
+    },
+  ];
   if (referenced.length > 0) {
     // Secrets Manager appends a 6-character suffix to every secret ARN.
-    statements.push({ Sid: 'ReadReferencedSecrets', Effect: 'Allow', Action: 'secretsmanager:GetSecretValue', Resource: referenced.map((id) => arn('secretsmanager', `secret:${id}-??????`)) });
+    statements.push({
+      Sid: 'ReadReferencedSecrets',
+      Effect: 'Allow',
+      Action: 'secretsmanager:GetSecretValue',
+      Resource: referenced.map((id) => arn('secretsmanager', `secret:${id}-??????`)),
+    });
   }
   const viaServices = [{ 'Fn::Sub': 'ssm.${AWS::Region}.amazonaws.com' }];
   if (referenced.length > 0) viaServices.push({ 'Fn::Sub': 'secretsmanager.${AWS::Region}.amazonaws.com' });
@@ -139,13 +153,15 @@ module.exports = async ({ resolveVariable }) => {
   // Network: Redis lives in a VPC, so the functions must too (and then need endpoints or a NAT).
   const subnetIds = ids('subnetIds', await param('subnetIds'), 'subnet');
   const securityGroupIds = ids('securityGroupIds', await param('securityGroupIds'), 'sg');
-  if ((subnetIds.length > 0) !== (securityGroupIds.length > 0)) fail('subnetIds and securityGroupIds: set both or neither');
+  if (subnetIds.length > 0 !== securityGroupIds.length > 0) fail('subnetIds and securityGroupIds: set both or neither');
   if (securityGroupIds.length > 5) fail('securityGroupIds: Lambda takes at most 5');
   const [vpcId] = ids('vpcId', await param('vpcId'), 'vpc');
   const routeTableIds = ids('routeTableIds', await param('routeTableIds'), 'rtb');
   const interfaceEndpoints = list(await param('interfaceEndpoints'));
-  for (const s of interfaceEndpoints) if (!(s in INTERFACE_ENDPOINTS)) fail(`interfaceEndpoints: "${s}" is not one of ${Object.keys(INTERFACE_ENDPOINTS).join(', ')}`);
-  if (vpcId && subnetIds.length === 0) fail('vpcId: endpoints are created only for functions in a VPC; set subnetIds and securityGroupIds too');
+  for (const s of interfaceEndpoints)
+    if (!(s in INTERFACE_ENDPOINTS)) fail(`interfaceEndpoints: "${s}" is not one of ${Object.keys(INTERFACE_ENDPOINTS).join(', ')}`);
+  if (vpcId && subnetIds.length === 0)
+    fail('vpcId: endpoints are created only for functions in a VPC; set subnetIds and securityGroupIds too');
   if (routeTableIds.length > 0 && !vpcId) fail('routeTableIds: set vpcId too');
   const inVpc = subnetIds.length > 0;
 
@@ -153,18 +169,23 @@ module.exports = async ({ resolveVariable }) => {
   const redisUrlsSsmParam = ssmName('redisUrlsSsmParam', await param('redisUrlsSsmParam'));
   const openAiApiKeySsmParam = ssmName('openAiApiKeySsmParam', await param('openAiApiKeySsmParam'));
   const ssmKmsKeyArn = await param('ssmKmsKeyArn');
-  if (ssmKmsKeyArn && !/^arn:aws[a-z-]*:kms:[a-z0-9-]+:\d{12}:key\/[0-9a-f-]{36}$/.test(ssmKmsKeyArn)) fail(`ssmKmsKeyArn: "${ssmKmsKeyArn}" must be a KMS key ARN (not an alias)`);
+  if (ssmKmsKeyArn && !/^arn:aws[a-z-]*:kms:[a-z0-9-]+:\d{12}:key\/[0-9a-f-]{36}$/.test(ssmKmsKeyArn))
+    fail(`ssmKmsKeyArn: "${ssmKmsKeyArn}" must be a KMS key ARN (not an alias)`);
 
   const eventBusName = await param('eventBusName');
-  if (!/^(arn:aws[a-z-]*:events:[a-z0-9-]+:\d{12}:event-bus\/)?[A-Za-z0-9._\-/]{1,256}$/.test(eventBusName)) fail(`eventBusName: "${eventBusName}" is not an event bus name or ARN`);
+  if (!/^(arn:aws[a-z-]*:events:[a-z0-9-]+:\d{12}:event-bus\/)?[A-Za-z0-9._\-/]{1,256}$/.test(eventBusName))
+    fail(`eventBusName: "${eventBusName}" is not an event bus name or ARN`);
 
   const alarmTopicArn = await param('alarmTopicArn');
-  if (alarmTopicArn && !/^arn:aws[a-z-]*:sns:[a-z0-9-]+:\d{12}:[A-Za-z0-9_-]{1,256}$/.test(alarmTopicArn)) fail(`alarmTopicArn: "${alarmTopicArn}" is not an SNS topic ARN`);
+  if (alarmTopicArn && !/^arn:aws[a-z-]*:sns:[a-z0-9-]+:\d{12}:[A-Za-z0-9_-]{1,256}$/.test(alarmTopicArn))
+    fail(`alarmTopicArn: "${alarmTopicArn}" is not an SNS topic ARN`);
 
   return {
     vpc: inVpc ? { subnetIds, securityGroupIds } : null,
     // Lambda creates the functions' ENIs with the role's permissions (AWS's managed policy for exactly that).
-    vpcManagedPolicyArns: inVpc ? [{ 'Fn::Sub': 'arn:${AWS::Partition}:iam::aws:policy/service-role/AWSLambdaVPCAccessExecutionRole' }] : [],
+    vpcManagedPolicyArns: inVpc
+      ? [{ 'Fn::Sub': 'arn:${AWS::Partition}:iam::aws:policy/service-role/AWSLambdaVPCAccessExecutionRole' }]
+      : [],
     networkResources: { Resources: networkResources({ vpcId, subnetIds, securityGroupIds, routeTableIds, interfaceEndpoints }) },
 
     redisUrlsSsmParam,

@@ -17,7 +17,8 @@ function stackFile(): Partial<LocalStackFile> {
 
 async function apiKeyFor(file: Partial<LocalStackFile>): Promise<string> {
   if (process.env.LINEAGE_API_KEY) return process.env.LINEAGE_API_KEY;
-  if (!file.dynamodbEndpoint || !file.tableName) throw new Error(`no API key: set LINEAGE_API_KEY, or run \`npm start\` first (it writes ${LOCAL_STACK_FILE})`);
+  if (!file.dynamodbEndpoint || !file.tableName)
+    throw new Error(`no API key: set LINEAGE_API_KEY, or run \`npm start\` first (it writes ${LOCAL_STACK_FILE})`);
   const ddb = createDynamoClient({ endpoint: file.dynamodbEndpoint, maxAttempts: 3 });
   try {
     return (await new ApiKeyStore({ client: ddb, tableName: file.tableName }).create(TENANT)).key;

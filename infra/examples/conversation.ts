@@ -57,7 +57,12 @@ export async function runExampleConversation(client: LineageClient, log: (line: 
 /** One line per item: what it is and the start of its text. */
 export function render(item: Item): string {
   const i = item as Record<string, unknown>;
-  const kind = i.type === 'function_call' ? `call ${String(i.name)}(${String(i.arguments)})` : i.type === 'function_call_result' ? 'tool result' : String(i.role ?? i.type);
+  const kind =
+    i.type === 'function_call'
+      ? `call ${String(i.name)}(${String(i.arguments)})`
+      : i.type === 'function_call_result'
+        ? 'tool result'
+        : String(i.role ?? i.type);
   const text = i.type === 'function_call' ? '' : textOf(i.type === 'function_call_result' ? i.output : i.content);
   const clipped = text.length > 110 ? `${text.slice(0, 107)}...` : text;
   return clipped ? `${kind}: ${clipped.replace(/\s+/g, ' ')}` : kind;
@@ -66,6 +71,6 @@ export function render(item: Item): string {
 function textOf(content: unknown): string {
   if (typeof content === 'string') return content;
   if (Array.isArray(content)) return content.map(textOf).join(' ');
-  if (content && typeof content === 'object' && 'text' in content) return String((content).text);
+  if (content && typeof content === 'object' && 'text' in content) return String(content.text);
   return '';
 }

@@ -3,7 +3,17 @@
 // user turn makes it call the tool for the service the user named; a tool result makes it
 // answer from that result. Every item it produces carries the turn's tag, so transcripts
 // can be checked item by item.
-import { Agent, Runner, Usage, tool, type AgentInputItem, type Model, type ModelRequest, type ModelResponse, type StreamEvent } from '@openai/agents-core';
+import {
+  Agent,
+  Runner,
+  Usage,
+  tool,
+  type AgentInputItem,
+  type Model,
+  type ModelRequest,
+  type ModelResponse,
+  type StreamEvent,
+} from '@openai/agents-core';
 import { z } from 'zod';
 
 const STATUSES: Record<string, { state: string; detail: string }> = {
@@ -52,14 +62,21 @@ export class ScriptedOpsModel implements Model {
 
   getResponse(request: ModelRequest): Promise<ModelResponse> {
     const { id, output, inputTokens } = this.#respond(request);
-    return Promise.resolve({ responseId: id, usage: new Usage({ requests: 1, inputTokens, outputTokens: 40, totalTokens: inputTokens + 40 }), output });
+    return Promise.resolve({
+      responseId: id,
+      usage: new Usage({ requests: 1, inputTokens, outputTokens: 40, totalTokens: inputTokens + 40 }),
+      output,
+    });
   }
 
   // The Model interface asks for an async iterable; a scripted model has nothing to await.
   // eslint-disable-next-line @typescript-eslint/require-await
   async *getStreamedResponse(request: ModelRequest): AsyncIterable<StreamEvent> {
     const { id, output, inputTokens } = this.#respond(request);
-    yield { type: 'response_done', response: { id, usage: { requests: 1, inputTokens, outputTokens: 40, totalTokens: inputTokens + 40 }, output } };
+    yield {
+      type: 'response_done',
+      response: { id, usage: { requests: 1, inputTokens, outputTokens: 40, totalTokens: inputTokens + 40 }, output },
+    };
   }
 
   #respond(request: ModelRequest): { id: string; output: ResponseOutput; inputTokens: number } {
@@ -69,14 +86,27 @@ export class ScriptedOpsModel implements Model {
     const inputTokens = JSON.stringify(input).length >> 2; // a rough count; nothing bills it
     if (last && 'type' in last && last.type === 'function_call_result') {
       const result = JSON.parse(outputText(last)) as { ref: string; service: string; state: string; detail: string };
-      const next = result.state === 'healthy' ? 'Nothing to do.' : 'Next step: page the owning team and roll back if it does not recover in 15 minutes.';
+      const next =
+        result.state === 'healthy'
+          ? 'Nothing to do.'
+          : 'Next step: page the owning team and roll back if it does not recover in 15 minutes.';
       const text = `[${result.ref}] ${result.service} is ${result.state}: ${result.detail}. ${next}`;
-      return { id, inputTokens, output: [{ type: 'message', role: 'assistant', status: 'completed', content: [{ type: 'output_text', text }] }] };
+      return {
+        id,
+        inputTokens,
+        output: [{ type: 'message', role: 'assistant', status: 'completed', content: [{ type: 'output_text', text }] }],
+      };
     }
     const text = textOf(last);
     const tag = /^\[([^\]]+)\]/.exec(text)?.[1] ?? 'untagged';
     const service = SERVICES.find((s) => text.includes(s)) ?? 'unknown-service';
-    const call = { type: 'function_call' as const, callId: `call_${tag.replace(/\W+/g, '_')}`, name: 'lookup_service', arguments: JSON.stringify({ service, ref: tag }), status: 'completed' as const };
+    const call = {
+      type: 'function_call' as const,
+      callId: `call_${tag.replace(/\W+/g, '_')}`,
+      name: 'lookup_service',
+      arguments: JSON.stringify({ service, ref: tag }),
+      status: 'completed' as const,
+    };
     return { id, inputTokens, output: [call] };
   }
 }

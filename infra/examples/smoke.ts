@@ -19,9 +19,11 @@ function check(result: ExampleResult): string[] {
   if (result.chain.at(-1)?.sessionId !== result.liveSessionId) problems.push('getSessionId() is not the tip of the chain');
   result.chain.forEach((s, i) => {
     const next = result.chain[i + 1];
-    if (next && (s.childSessionId !== next.sessionId || next.parentSessionId !== s.sessionId)) problems.push(`broken link ${s.sessionId} → ${next.sessionId}`);
+    if (next && (s.childSessionId !== next.sessionId || next.parentSessionId !== s.sessionId))
+      problems.push(`broken link ${s.sessionId} → ${next.sessionId}`);
   });
-  if (result.answers.length !== TURNS || result.answers.some((a) => !a.includes(' is '))) problems.push(`answers: ${JSON.stringify(result.answers)}`);
+  if (result.answers.length !== TURNS || result.answers.some((a) => !a.includes(' is ')))
+    problems.push(`answers: ${JSON.stringify(result.answers)}`);
   const last = JSON.stringify(result.transcript.at(-1) ?? null);
   if (!last.includes(`[turn ${TURNS}]`)) problems.push(`the live transcript does not end with turn ${TURNS}: ${last}`);
   if (!JSON.stringify(result.transcript).includes('Summary of')) problems.push('the live transcript has no summary');
@@ -52,7 +54,9 @@ try {
     console.error(`\nexample smoke test FAILED:\n  ${problems.join('\n  ')}`);
     code = 1;
   } else {
-    console.log(`\nexample smoke test passed: ${TURNS} turns, ${result.chain.length} sessions in the chain, ${result.transcript.length} live items`);
+    console.log(
+      `\nexample smoke test passed: ${TURNS} turns, ${result.chain.length} sessions in the chain, ${result.transcript.length} live items`,
+    );
   }
 } catch (err) {
   console.error(`example smoke test FAILED: ${err instanceof Error ? (err.stack ?? err.message) : String(err)}`);

@@ -80,7 +80,11 @@ function listenFailure(output: string, ports: { http: number; lambda: number }):
   const port = m ? Number(m[1]) : undefined;
   if (port === ports.lambda) return new PortInUseError(port, 'serverless-offline Lambda invoke API', m![0]);
   if (port === ports.http) return new PortInUseError(port, 'serverless-offline HTTP API', m![0]);
-  return new PortInUseError(port ?? ports.http, `serverless-offline could not listen; HTTP ${ports.http} or Lambda ${ports.lambda}`, m?.[0] ?? 'EADDRINUSE');
+  return new PortInUseError(
+    port ?? ports.http,
+    `serverless-offline could not listen; HTTP ${ports.http} or Lambda ${ports.lambda}`,
+    m?.[0] ?? 'EADDRINUSE',
+  );
 }
 
 async function waitUntilReady(

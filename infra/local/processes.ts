@@ -131,12 +131,42 @@ export async function generateTestCertificates(dir?: string): Promise<TestCertif
   const d = dir ?? (await mkdtemp(join(tmpdir(), 'session-lineage-tls-')));
   const f = (name: string) => join(d, name);
   const ec = ['-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:prime256v1', '-nodes'];
-  await run('openssl', ['req', '-x509', ...ec, '-keyout', f('ca.key'), '-out', f('ca.crt'), '-days', '2', '-subj', '/CN=session-lineage test CA',
-    '-addext', 'basicConstraints=critical,CA:TRUE', '-addext', 'keyUsage=critical,keyCertSign,cRLSign']);
+  await run('openssl', [
+    'req',
+    '-x509',
+    ...ec,
+    '-keyout',
+    f('ca.key'),
+    '-out',
+    f('ca.crt'),
+    '-days',
+    '2',
+    '-subj',
+    '/CN=session-lineage test CA',
+    '-addext',
+    'basicConstraints=critical,CA:TRUE',
+    '-addext',
+    'keyUsage=critical,keyCertSign,cRLSign',
+  ]);
   await run('openssl', ['req', ...ec, '-keyout', f('server.key'), '-out', f('server.csr'), '-subj', '/CN=localhost']);
   await writeFile(f('server.ext'), 'subjectAltName=IP:127.0.0.1,DNS:localhost\nextendedKeyUsage=serverAuth\n');
-  await run('openssl', ['x509', '-req', '-in', f('server.csr'), '-CA', f('ca.crt'), '-CAkey', f('ca.key'), '-CAcreateserial',
-    '-out', f('server.crt'), '-days', '2', '-extfile', f('server.ext')]);
+  await run('openssl', [
+    'x509',
+    '-req',
+    '-in',
+    f('server.csr'),
+    '-CA',
+    f('ca.crt'),
+    '-CAkey',
+    f('ca.key'),
+    '-CAcreateserial',
+    '-out',
+    f('server.crt'),
+    '-days',
+    '2',
+    '-extfile',
+    f('server.ext'),
+  ]);
   return { dir: d, caFile: f('ca.crt'), certFile: f('server.crt'), keyFile: f('server.key'), ca: await readFile(f('ca.crt'), 'utf8') };
 }
 
@@ -164,8 +194,20 @@ export async function startRedis(opts: number | RedisOptions = {}): Promise<Loca
   const ownsCerts = o.tls === true;
   const listen = certs
     ? // TLS only: the plain port is closed, so nothing can talk to this node unencrypted.
-      ['--port', '0', '--tls-port', String(p), '--tls-cert-file', certs.certFile, '--tls-key-file', certs.keyFile,
-        '--tls-ca-cert-file', certs.caFile, '--tls-auth-clients', 'no']
+      [
+        '--port',
+        '0',
+        '--tls-port',
+        String(p),
+        '--tls-cert-file',
+        certs.certFile,
+        '--tls-key-file',
+        certs.keyFile,
+        '--tls-ca-cert-file',
+        certs.caFile,
+        '--tls-auth-clients',
+        'no',
+      ]
     : ['--port', String(p)];
   const auth = o.password !== undefined ? ['--requirepass', o.password] : [];
   const child = spawn(
@@ -196,7 +238,15 @@ export async function startDynamoDbLocal(port?: number): Promise<LocalProcess> {
   const libDir = join(pkgDir, 'lib', 'dynamodb_local_2026-01-16');
   const child = spawn(
     'java',
-    [`-Djava.library.path=${join(libDir, 'DynamoDBLocal_lib')}`, '-jar', join(libDir, 'DynamoDBLocal.jar'), '-inMemory', '-sharedDb', '-port', String(p)],
+    [
+      `-Djava.library.path=${join(libDir, 'DynamoDBLocal_lib')}`,
+      '-jar',
+      join(libDir, 'DynamoDBLocal.jar'),
+      '-inMemory',
+      '-sharedDb',
+      '-port',
+      String(p),
+    ],
     { stdio: 'ignore', cwd: libDir },
   );
   child.on('error', () => undefined);

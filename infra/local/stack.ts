@@ -28,7 +28,9 @@ export async function startLocalStack(opts: LocalStackOptions = {}): Promise<Loc
     await Promise.all(processes.map((p) => p.stop()));
   };
   try {
-    const redisFromEnv = env.REDIS_URLS?.split(',').map((s) => s.trim()).filter(Boolean);
+    const redisFromEnv = env.REDIS_URLS?.split(',')
+      .map((s) => s.trim())
+      .filter(Boolean);
     const [redisUrls, dynamodbEndpoint] = await Promise.all([
       redisFromEnv?.length
         ? Promise.resolve(redisFromEnv)

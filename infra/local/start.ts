@@ -98,7 +98,8 @@ try {
   // From here on every child is watched: one dying takes the whole service down, loudly.
   const off = offline;
   void off.whenExited.then((e) => {
-    if (!stopping) void fail(`serverless offline (pid ${off.pid}) exited unexpectedly (${describeExit(e)}); last output:\n${off.log().slice(-2000)}`);
+    if (!stopping)
+      void fail(`serverless offline (pid ${off.pid}) exited unexpectedly (${describeExit(e)}); last output:\n${off.log().slice(-2000)}`);
   });
   for (const p of stack.processes) {
     void p.whenExited.then((e) => {

@@ -33,7 +33,6 @@ export interface BatchReport {
   records: RecordReport[];
 }
 
-
 type Payload = { messageId: string; event: AfterTurnEvent; holder: string; session: SessionRecord };
 
 export class AfterTurnConsumer {
@@ -45,7 +44,11 @@ export class AfterTurnConsumer {
     const run = idempotentPerMessage(
       async (p: Payload) => {
         ran.add(p.messageId);
-        return compactDue(this.deps, { event: p.event, holder: p.holder, remainingTimeMs: () => inv.getRemainingTimeInMillis() }, p.session);
+        return compactDue(
+          this.deps,
+          { event: p.event, holder: p.holder, remainingTimeMs: () => inv.getRemainingTimeInMillis() },
+          p.session,
+        );
       },
       this.deps.persistence,
       { ttlSeconds: this.deps.idempotencyTtlSeconds, invocation: inv },
@@ -64,7 +67,12 @@ export class AfterTurnConsumer {
         // threshold costs one read at most, and no idempotency record.
         const due = await checkDue(this.deps, event);
         const result = due.due
-          ? await run({ messageId: m.messageId, event, holder: `${inv.functionName}:${inv.awsRequestId}:${m.messageId}`, session: due.session })
+          ? await run({
+              messageId: m.messageId,
+              event,
+              holder: `${inv.functionName}:${inv.awsRequestId}:${m.messageId}`,
+              session: due.session,
+            })
           : due.result;
         const replayed = due.due && !ran.has(m.messageId);
         log.info('after-turn record handled', { messageId: m.messageId, ...event, result, replayed });

@@ -48,7 +48,11 @@ export function idempotentPerMessage<P extends { messageId: string }, R>(
 ): (payload: P) => Promise<R> {
   return (payload) => {
     // A config per invocation: it carries this invocation's remaining time.
-    const config = new IdempotencyConfig({ eventKeyJmesPath: 'messageId', throwOnNoIdempotencyKey: true, expiresAfterSeconds: opts.ttlSeconds });
+    const config = new IdempotencyConfig({
+      eventKeyJmesPath: 'messageId',
+      throwOnNoIdempotencyKey: true,
+      expiresAfterSeconds: opts.ttlSeconds,
+    });
     // Powertools only reads getRemainingTimeInMillis from the context.
     config.registerLambdaContext(opts.invocation as Context);
     return makeIdempotent(fn, { persistenceStore: persistenceFor(payload.messageId), config, keyPrefix: KEY_PREFIX })(payload);

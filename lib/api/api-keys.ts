@@ -73,7 +73,13 @@ export class ApiKeyStore implements ApiKeyResolver {
         await this.client.send(
           new TransactWriteItemsCommand({
             TransactItems: [
-              { Put: { TableName: this.tableName, Item: { ...keyItemKey(hash), ...fields }, ConditionExpression: 'attribute_not_exists(pk)' } },
+              {
+                Put: {
+                  TableName: this.tableName,
+                  Item: { ...keyItemKey(hash), ...fields },
+                  ConditionExpression: 'attribute_not_exists(pk)',
+                },
+              },
               { Put: { TableName: this.tableName, Item: { ...indexItemKey(hash), ...fields } } },
             ],
           }),
@@ -93,7 +99,9 @@ export class ApiKeyStore implements ApiKeyResolver {
       .send(new GetItemCommand({ TableName: this.tableName, Key: keyItemKey(hashApiKey(key)), ProjectionExpression: 'tenantId' }))
       .catch((err: unknown) => {
         // Like every store call: a stall or outage the SDK gave up on is "retry later" (503), not a 500.
-        throw isExhaustedTransient(err) ? new StoreRetryableError(`api key lookup: ${(err as Error).name} after the client's retries`, err) : err;
+        throw isExhaustedTransient(err)
+          ? new StoreRetryableError(`api key lookup: ${(err as Error).name} after the client's retries`, err)
+          : err;
       });
     const tenantId = out.Item?.tenantId?.S;
     return tenantId && TENANT_ID_PATTERN.test(tenantId) ? tenantId : null;

@@ -33,7 +33,10 @@ function respond(result: RouteResult, requestId: string): APIGatewayProxyStructu
 }
 
 function errorResponse(err: HttpError, requestId: string): APIGatewayProxyStructuredResultV2 {
-  return respond({ status: err.status, body: { error: { code: err.code, message: err.message, requestId }, ...err.extra }, headers: err.headers }, requestId);
+  return respond(
+    { status: err.status, body: { error: { code: err.code, message: err.message, requestId }, ...err.extra }, headers: err.headers },
+    requestId,
+  );
 }
 
 /** Header names lower-cased (HTTP API already does; local tools do not always). */
@@ -66,7 +69,11 @@ function validateParams(params: Record<string, string>): Record<string, string> 
   return out;
 }
 
-export async function handleHttpRequest(event: APIGatewayProxyEventV2, deps: ApiDeps, inv: Invocation): Promise<APIGatewayProxyStructuredResultV2> {
+export async function handleHttpRequest(
+  event: APIGatewayProxyEventV2,
+  deps: ApiDeps,
+  inv: Invocation,
+): Promise<APIGatewayProxyStructuredResultV2> {
   const method = event.requestContext?.http?.method?.toUpperCase() ?? 'GET';
   const path = event.rawPath ?? '/';
   try {
@@ -77,7 +84,10 @@ export async function handleHttpRequest(event: APIGatewayProxyEventV2, deps: Api
     const rawBody = event.body ? Buffer.from(event.body, event.isBase64Encoded ? 'base64' : 'utf8') : Buffer.alloc(0);
     const body =
       method === 'POST'
-        ? parseJsonBody({ body: rawBody, contentType: headers['content-type'], declaredLength: Number(headers['content-length']) }, deps.maxBodyBytes ?? DEFAULT_MAX_BODY_BYTES)
+        ? parseJsonBody(
+            { body: rawBody, contentType: headers['content-type'], declaredLength: Number(headers['content-length']) },
+            deps.maxBodyBytes ?? DEFAULT_MAX_BODY_BYTES,
+          )
         : undefined;
     const result = await route.handle({
       tenantId,
@@ -98,7 +108,11 @@ export async function handleHttpRequest(event: APIGatewayProxyEventV2, deps: Api
       return errorResponse(mapped, inv.requestId);
     }
     // Never leak internals: the log has the details, the client gets a request id.
-    deps.logger.error('unhandled error', { method, path, error: err instanceof Error ? { name: err.name, message: err.message, stack: err.stack } : String(err) });
+    deps.logger.error('unhandled error', {
+      method,
+      path,
+      error: err instanceof Error ? { name: err.name, message: err.message, stack: err.stack } : String(err),
+    });
     return errorResponse(new HttpError(500, 'internal', 'internal error'), inv.requestId);
   }
 }

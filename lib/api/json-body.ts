@@ -19,7 +19,8 @@ export function parseJsonBody(req: RawRequest, maxBytes: number): unknown {
   if (Number.isFinite(req.declaredLength) && req.declaredLength > maxBytes) {
     throw new HttpError(413, 'payload_too_large', `request body is ${req.declaredLength} bytes; the limit is ${maxBytes}`);
   }
-  if (req.body.length > maxBytes) throw new HttpError(413, 'payload_too_large', `request body is ${req.body.length} bytes; the limit is ${maxBytes}`);
+  if (req.body.length > maxBytes)
+    throw new HttpError(413, 'payload_too_large', `request body is ${req.body.length} bytes; the limit is ${maxBytes}`);
   if (req.body.length === 0) {
     // A declared body that did not arrive as text is not an absent body: serverless-offline hands
     // falsy JSON literals (`null`, `false`, `0`) over pre-parsed, losing the text API Gateway would send.

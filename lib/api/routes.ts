@@ -10,15 +10,7 @@ import type { IdempotencyInput, LineageStore, SessionRecord, StoredResponse } fr
 import type { Logger } from '../logger.js';
 import type { SessionRef } from '../session-ref.js';
 import { HttpError, invalidField, leaseUnavailable, notFound } from './errors.js';
-import {
-  appendBody,
-  assertMetadata,
-  compressBody,
-  createSessionBody,
-  DEFAULT_LIMIT,
-  listMessagesQuery,
-  parseWith,
-} from './schemas.js';
+import { appendBody, assertMetadata, compressBody, createSessionBody, DEFAULT_LIMIT, listMessagesQuery, parseWith } from './schemas.js';
 import { outcomeView, sessionView } from './views.js';
 
 /** Structurally the after-turn publisher of lib/after-turn/publisher.ts. */
@@ -157,7 +149,11 @@ export const routes: readonly Route[] = [
         return { status: 200, body: { messages: items, nextCursor: null, truncated, session: sessionView(session) } };
       }
       const from = q.cursor === undefined ? undefined : decodeCursor(ref.tenantId, ref.sessionId, q.cursor);
-      const page = await ctx.deps.store.readPage(ref, { limit: q.limit ?? DEFAULT_LIMIT, maxBytes: MAX_PAGE_BYTES, ...optional('from', from) });
+      const page = await ctx.deps.store.readPage(ref, {
+        limit: q.limit ?? DEFAULT_LIMIT,
+        maxBytes: MAX_PAGE_BYTES,
+        ...optional('from', from),
+      });
       return {
         status: 200,
         body: {
@@ -213,7 +209,12 @@ async function publishTurn(ctx: RouteContext, session: SessionRecord): Promise<v
   const threshold = ctx.deps.publishAboveTokens;
   if (threshold !== undefined && session.tokenEstimate <= threshold) return;
   try {
-    await ctx.deps.publisher.publish({ tenantId: session.tenantId, sessionId: session.sessionId, origin: 'turn', correlationId: ctx.requestId });
+    await ctx.deps.publisher.publish({
+      tenantId: session.tenantId,
+      sessionId: session.sessionId,
+      origin: 'turn',
+      correlationId: ctx.requestId,
+    });
   } catch (err) {
     // The append is durable; a lost after-turn event only delays compaction (the next turn retries).
     ctx.deps.logger.warn('after-turn publish failed', { sessionId: session.sessionId, error: String(err) });

@@ -29,7 +29,9 @@ export const createSessionBody = z.strictObject({
   source: z.optional(z.string().check(z.minLength(1), z.maxLength(200))),
   // Checked, not rebuilt: z.record copies by assignment, and `copy["__proto__"] = v` sets a
   // prototype instead of a key, dropping it. The client's own object is what gets stored.
-  metadata: z.optional(z.custom<Record<string, unknown>>((v) => typeof v === 'object' && v !== null && !Array.isArray(v), 'must be a JSON object')),
+  metadata: z.optional(
+    z.custom<Record<string, unknown>>((v) => typeof v === 'object' && v !== null && !Array.isArray(v), 'must be a JSON object'),
+  ),
 });
 
 export const appendBody = z.strictObject({
@@ -43,7 +45,10 @@ export const compressBody = z.strictObject({
   keepLast: z.optional(z.number().check(z.int(), z.minimum(0), z.maximum(1000))),
 });
 
-const count = (max: number) => z.pipe(z.string().check(z.regex(/^\d{1,7}$/, 'must be a whole number')), z.transform(Number)).check(z.refine((n) => n >= 1 && n <= max, `must be between 1 and ${max}`));
+const count = (max: number) =>
+  z
+    .pipe(z.string().check(z.regex(/^\d{1,7}$/, 'must be a whole number')), z.transform(Number))
+    .check(z.refine((n) => n >= 1 && n <= max, `must be between 1 and ${max}`));
 
 export const listMessagesQuery = z.strictObject({
   limit: z.optional(count(MAX_PAGE_ITEMS)),

@@ -4,7 +4,12 @@
 // place) at any time, and this session follows the chain to the live tip.
 //
 // Only types are imported from the SDK, so bundling this module adds none of its code.
-import type { AgentInputItem, OpenAIResponsesCompactionArgs, OpenAIResponsesCompactionAwareSession, OpenAIResponsesCompactionResult } from '@openai/agents-core';
+import type {
+  AgentInputItem,
+  OpenAIResponsesCompactionArgs,
+  OpenAIResponsesCompactionAwareSession,
+  OpenAIResponsesCompactionResult,
+} from '@openai/agents-core';
 import type { LineageClient } from './client.js';
 import { deleteChain } from './chain.js';
 import { chunks, MAX_TAIL } from './chunks.js';
@@ -236,7 +241,8 @@ export class LineageSession implements OpenAIResponsesCompactionAwareSession {
   /** A session handed in by id must hold Agents SDK items (SPEC A1: the format is fixed at creation). */
   async #checkFormat(id: string): Promise<void> {
     const s: Session = await this.#client.getSession(id);
-    if (s.format !== 'responses') throw new LineageError(`session ${id} holds "${s.format}" items; LineageSession needs a "responses" session`);
+    if (s.format !== 'responses')
+      throw new LineageError(`session ${id} holds "${s.format}" items; LineageSession needs a "responses" session`);
     this.#checkedFormat = true;
   }
 

@@ -25,4 +25,3 @@ export function* chunks(items: readonly Item[]): Generator<Item[]> {
   }
   if (chunk.length > 0) yield chunk;
 }
-

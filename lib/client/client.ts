@@ -6,7 +6,16 @@ import { CursorStaleError, LineageError, NotFoundError, SessionEndedError } from
 import type { paths } from './openapi-types.js';
 import { resolvePolicy, type RetryPolicy, type Safety } from './retry.js';
 import { send, type FetchResult } from './transport.js';
-import type { CompressRequest, CompressResponse, CreateSessionRequest, Item, Lineage, MessagesPage, PopResponse, Session } from './types.js';
+import type {
+  CompressRequest,
+  CompressResponse,
+  CreateSessionRequest,
+  Item,
+  Lineage,
+  MessagesPage,
+  PopResponse,
+  Session,
+} from './types.js';
 
 export interface LineageClientOptions {
   /** The stage's URL, e.g. https://abc123.execute-api.eu-west-1.amazonaws.com or http://127.0.0.1:3000. */
@@ -137,7 +146,14 @@ export class LineageClient {
         try {
           const r = await to(target);
           const replayed = r.response.headers.get('idempotent-replayed') === 'true';
-          return { sessionId: target, session: r.data.session, appended: r.data.appended, replayed, idempotencyKey: key, ...(followedFrom ? { followedFrom } : {}) };
+          return {
+            sessionId: target,
+            session: r.data.session,
+            appended: r.data.appended,
+            replayed,
+            idempotencyKey: key,
+            ...(followedFrom ? { followedFrom } : {}),
+          };
         } catch (err) {
           // Keys are scoped to one session, so the same key is fresh on the live one; the 409 (checked
           // again after any unanswered attempt, see transport.ts) proves nothing landed here.
@@ -151,7 +167,11 @@ export class LineageClient {
   }
 
   /** GET /sessions/{id}/messages: one page in order; pass the previous page's nextCursor to go on. */
-  async listMessages(id: string, query: PageOptions & { cursor?: string; tail?: number } = {}, opts: CallOptions = {}): Promise<MessagesPage> {
+  async listMessages(
+    id: string,
+    query: PageOptions & { cursor?: string; tail?: number } = {},
+    opts: CallOptions = {},
+  ): Promise<MessagesPage> {
     const r = await this.#send('repeatable', opts, (signal) =>
       this.#api.GET('/sessions/{id}/messages', { params: { path: { id }, query: { ...query } }, signal }),
     );
@@ -198,13 +218,17 @@ export class LineageClient {
    * Not retried once it may have reached the service: a repeat would remove a second item.
    */
   async pop(id: string, opts: CallOptions = {}): Promise<PopResponse> {
-    const r = await this.#send('once', opts, (signal) => this.#api.DELETE('/sessions/{id}/messages/last', { params: { path: { id } }, signal }));
+    const r = await this.#send('once', opts, (signal) =>
+      this.#api.DELETE('/sessions/{id}/messages/last', { params: { path: { id } }, signal }),
+    );
     return r.data;
   }
 
   /** GET /sessions/{id}/lineage: the chain root → tip, from any member. */
   async lineage(id: string, opts: CallOptions = {}): Promise<Lineage> {
-    const r = await this.#send('repeatable', opts, (signal) => this.#api.GET('/sessions/{id}/lineage', { params: { path: { id } }, signal }));
+    const r = await this.#send('repeatable', opts, (signal) =>
+      this.#api.GET('/sessions/{id}/lineage', { params: { path: { id } }, signal }),
+    );
     return r.data;
   }
 
@@ -215,7 +239,9 @@ export class LineageClient {
    */
   async compress(id: string, req: CompressRequest = {}, opts: CallOptions = {}): Promise<CompressResponse> {
     const safety: Safety = req.mode === 'rotate' ? 'repeatable' : 'once';
-    const r = await this.#send(safety, opts, (signal) => this.#api.POST('/sessions/{id}/compress', { params: { path: { id } }, body: req, signal }));
+    const r = await this.#send(safety, opts, (signal) =>
+      this.#api.POST('/sessions/{id}/compress', { params: { path: { id } }, body: req, signal }),
+    );
     return r.data;
   }
 

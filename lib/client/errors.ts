@@ -24,7 +24,9 @@ export class LineageApiError extends LineageError {
 
   constructor(status: number, body: unknown, headers: Headers) {
     const err = apiErrorBody(body);
-    super(err ? `${status} ${err.code}: ${err.message}` : `HTTP ${status}${typeof body === 'string' && body ? `: ${body.slice(0, 200)}` : ''}`);
+    super(
+      err ? `${status} ${err.code}: ${err.message}` : `HTTP ${status}${typeof body === 'string' && body ? `: ${body.slice(0, 200)}` : ''}`,
+    );
     this.status = status;
     this.code = err?.code ?? 'unexpected_response';
     this.body = body;

@@ -30,7 +30,8 @@ export type Safety = 'repeatable' | 'once';
 
 export function resolvePolicy(p: Partial<RetryPolicy> | undefined): RetryPolicy {
   const policy = { ...DEFAULT_RETRY_POLICY, ...p };
-  if (!Number.isInteger(policy.maxAttempts) || policy.maxAttempts < 1) throw new RangeError('retry.maxAttempts must be a whole number >= 1');
+  if (!Number.isInteger(policy.maxAttempts) || policy.maxAttempts < 1)
+    throw new RangeError('retry.maxAttempts must be a whole number >= 1');
   for (const k of ['baseDelayMs', 'maxDelayMs', 'maxRetryAfterMs'] as const) {
     if (!Number.isFinite(policy[k]) || policy[k] < 0) throw new RangeError(`retry.${k} must be a finite number >= 0`);
   }
@@ -42,7 +43,12 @@ export function resolvePolicy(p: Partial<RetryPolicy> | undefined): RetryPolicy 
  * up to one base delay of jitter on top so a crowd told "2 s" does not come back in step;
  * undefined means "do not retry" (it asks for longer than maxRetryAfterMs).
  */
-export function retryDelayMs(retry: number, policy: RetryPolicy, retryAfterMs?: number, random: () => number = Math.random): number | undefined {
+export function retryDelayMs(
+  retry: number,
+  policy: RetryPolicy,
+  retryAfterMs?: number,
+  random: () => number = Math.random,
+): number | undefined {
   if (retryAfterMs !== undefined) {
     if (retryAfterMs > policy.maxRetryAfterMs) return undefined;
     return retryAfterMs + random() * policy.baseDelayMs;

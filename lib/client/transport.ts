@@ -1,13 +1,7 @@
 // One API operation, attempted until it succeeds, fails for good, or runs out of retries:
 // a per-attempt timeout, the caller's AbortSignal, typed errors, and retries only where
 // repeating the request is safe (retry.ts `Safety`).
-import {
-  LineageApiError,
-  LineageError,
-  LineageNetworkError,
-  LineageProtocolError,
-  toApiError,
-} from './errors.js';
+import { LineageApiError, LineageError, LineageNetworkError, LineageProtocolError, toApiError } from './errors.js';
 import { retryDelayMs, sleep, type RetryPolicy, type Safety } from './retry.js';
 
 /** What openapi-fetch resolves with (data typed from the document). */
@@ -47,7 +41,9 @@ export async function send<D>(attempt: (signal: AbortSignal) => Promise<FetchRes
     if (delay === undefined) {
       const final =
         failure instanceof LineageNetworkError
-          ? new LineageNetworkError(`${failure.message} (after ${n} attempt${n > 1 ? 's' : ''})`, failure.timedOut, mayHaveApplied, { cause: failure.cause })
+          ? new LineageNetworkError(`${failure.message} (after ${n} attempt${n > 1 ? 's' : ''})`, failure.timedOut, mayHaveApplied, {
+              cause: failure.cause,
+            })
           : failure;
       final.earlierAttemptMayHaveApplied = earlier;
       throw final;
@@ -57,7 +53,10 @@ export async function send<D>(attempt: (signal: AbortSignal) => Promise<FetchRes
 }
 
 /** One attempt: its result, or the typed failure. The caller's own abort is rethrown as it is. */
-async function once<D>(attempt: (signal: AbortSignal) => Promise<FetchResult<D>>, opts: SendOptions): Promise<FetchResult<D> | LineageError> {
+async function once<D>(
+  attempt: (signal: AbortSignal) => Promise<FetchResult<D>>,
+  opts: SendOptions,
+): Promise<FetchResult<D> | LineageError> {
   if (opts.signal?.aborted) throw opts.signal.reason;
   const controller = new AbortController();
   const timer = setTimeout(() => controller.abort(TIMED_OUT), opts.timeoutMs);
@@ -69,7 +68,8 @@ async function once<D>(attempt: (signal: AbortSignal) => Promise<FetchResult<D>>
     return toApiError(result.response.status, result.error, result.response.headers);
   } catch (err) {
     if (opts.signal?.aborted) throw opts.signal.reason;
-    if (controller.signal.reason === TIMED_OUT) return new LineageNetworkError(`no response within ${opts.timeoutMs} ms`, true, true, { cause: err });
+    if (controller.signal.reason === TIMED_OUT)
+      return new LineageNetworkError(`no response within ${opts.timeoutMs} ms`, true, true, { cause: err });
     // openapi-fetch parses a 2xx body with JSON.parse: a SyntaxError means the service answered something else.
     if (err instanceof SyntaxError) return new LineageProtocolError(`the response is not JSON: ${err.message}`, { cause: err });
     return new LineageNetworkError(`request failed: ${describe(err)}`, false, !refusedBeforeSending(err), { cause: err });

@@ -10,13 +10,7 @@ import { adapterFor } from '../items/adapters.js';
 import { estimateItemTokens, loadTokenCounter } from '../items/tokens.js';
 import type { Item } from '../items/types.js';
 import { LeaseRefresher } from '../lease/index.js';
-import {
-  AttemptInFlightError,
-  FenceStaleError,
-  RotationLostError,
-  SessionEndedError,
-  StaleSnapshotError,
-} from '../lineage/errors.js';
+import { AttemptInFlightError, FenceStaleError, RotationLostError, SessionEndedError, StaleSnapshotError } from '../lineage/errors.js';
 import type { BegunAttempt } from '../lineage/types.js';
 import { silentLogger } from '../logger.js';
 import { sessionKey } from '../session-ref.js';
@@ -73,7 +67,12 @@ export async function compactSession(
       return { items: [] };
     }
   };
-  const skipped = async (reason: SkipReason, sessionId: string, known?: readonly Item[], holder?: string | null): Promise<CompactionOutcome> => ({
+  const skipped = async (
+    reason: SkipReason,
+    sessionId: string,
+    known?: readonly Item[],
+    holder?: string | null,
+  ): Promise<CompactionOutcome> => ({
     outcome: 'skipped',
     reason,
     sessionId,
@@ -114,7 +113,11 @@ export async function compactSession(
   async function underLease(): Promise<CompactionOutcome> {
     let begun: BegunAttempt;
     try {
-      begun = await store.beginAttempt(ref, { holder: lease.token, leaseExpiresAt: lease.expiresAt, activityLabel: ACTIVITY_LABELS.started });
+      begun = await store.beginAttempt(ref, {
+        holder: lease.token,
+        leaseExpiresAt: lease.expiresAt,
+        activityLabel: ACTIVITY_LABELS.started,
+      });
     } catch (err) {
       // C4: the lease does not prove the parent is live; an ended parent is adopted, not compacted.
       if (err instanceof SessionEndedError) return skipped('adopted', err.liveSessionId ?? ref.sessionId);
@@ -129,11 +132,15 @@ export async function compactSession(
     const snapshot = store.readSnapshot(ref, begun);
     const ownership = leaseApi.refresh(lease, ttlMs);
     const [owned, input] = await Promise.all([ownership, snapshot]);
-    if (!owned.refreshed) return owned.reason === 'no_quorum' ? skipped('lease_unavailable', ref.sessionId) : skipped('lease_lost', ref.sessionId);
+    if (!owned.refreshed)
+      return owned.reason === 'no_quorum' ? skipped('lease_unavailable', ref.sessionId) : skipped('lease_lost', ref.sessionId);
     if (input.length === 0) return noop('nothing_to_compact', []);
 
     // The ownership check was the refresher's first refresh (L5 "once immediately"): no second round.
-    startKeepAlive(begun, ownership.then((r) => r.refreshed));
+    startKeepAlive(
+      begun,
+      ownership.then((r) => r.refreshed),
+    );
     if (fence.cancelled) return cancelled(input);
 
     // C6: exactly one call, only declared options; its errors propagate (finally cleans up).
@@ -221,7 +228,15 @@ export async function compactSession(
         const r = await store.commitRotation(ref, begun, input);
         scope.committed = true;
         const commitMs = now() - started;
-        return { outcome: 'compressed', mode: 'rotate', sessionId: r.child.sessionId, previousSessionId: ref.sessionId, items: r.items, warnings, commitMs };
+        return {
+          outcome: 'compressed',
+          mode: 'rotate',
+          sessionId: r.child.sessionId,
+          previousSessionId: ref.sessionId,
+          items: r.items,
+          warnings,
+          commitMs,
+        };
       }
       const r = await store.commitInPlace(ref, begun, input);
       scope.committed = true;
@@ -238,7 +253,8 @@ export async function compactSession(
       };
     } catch (err) {
       // L6 / C4: the store refused a stale or already-rotated commit; report the live session.
-      if (err instanceof RotationLostError || err instanceof SessionEndedError) return skipped('adopted', err.liveSessionId ?? ref.sessionId);
+      if (err instanceof RotationLostError || err instanceof SessionEndedError)
+        return skipped('adopted', err.liveSessionId ?? ref.sessionId);
       if (err instanceof FenceStaleError) return skipped('lease_lost', ref.sessionId);
       // A6: an item the engine read was popped meanwhile; committing would bring it back.
       if (err instanceof StaleSnapshotError) return skipped('stale', ref.sessionId);

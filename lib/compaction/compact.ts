@@ -9,7 +9,10 @@ export async function compact(deps: CompactionDeps, req: CompactRequest): Promis
   if (outcome.outcome === 'compressed' && outcome.deferred) {
     const task = outcome.deferred;
     deps.store.runTask(task).catch((err: unknown) => {
-      (deps.logger ?? console).warn('deferred archive failed; the sweep will run it', { sessionId: task.ref.sessionId, error: String(err) });
+      (deps.logger ?? console).warn('deferred archive failed; the sweep will run it', {
+        sessionId: task.ref.sessionId,
+        error: String(err),
+      });
     });
   }
   return outcome;

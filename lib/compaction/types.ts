@@ -72,7 +72,6 @@ export const ACTIVITY_LABELS = {
   failed: 'compaction failed',
 } as const;
 
-
 /** What the attempt needs from a lease refresher (LeaseRefresher satisfies it; SPEC L5). */
 export interface AttemptRefresher {
   start(): void;

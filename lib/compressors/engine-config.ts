@@ -3,9 +3,7 @@
 // in lib/config.ts, which fills `Config.engine`.
 import { engineConfigFromEnvironment } from '../config.js';
 
-export type EngineConfig =
-  | { kind: 'extractive' }
-  | { kind: 'openai'; baseUrl: string; model: string; apiKey?: string };
+export type EngineConfig = { kind: 'extractive' } | { kind: 'openai'; baseUrl: string; model: string; apiKey?: string };
 
 /** The engine the environment asks for; throws naming the missing or malformed variable. */
 export function engineConfigFromEnv(env: NodeJS.ProcessEnv = process.env): EngineConfig {

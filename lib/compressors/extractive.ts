@@ -32,7 +32,9 @@ export function extractiveCompress(
   const warnings: string[] = [];
   const budget = summaryBudget(plan, options.targetTokens, adapter, counter);
   if (budget !== undefined && budget <= 0) {
-    warnings.push(`extractive: the items kept verbatim already exceed targetTokens (${options.targetTokens}); summary reduced to its header`);
+    warnings.push(
+      `extractive: the items kept verbatim already exceed targetTokens (${options.targetTokens}); summary reduced to its header`,
+    );
   }
   const text = fitSummary(digestMiddle(plan.middle, adapter), budget, counter.countText);
   const compacted = assemble(plan, adapter.summaryItem(text));
@@ -43,7 +45,12 @@ export function extractiveCompress(
 }
 
 /** Tokens left for the summary's text once everything kept verbatim (and the summary's framing) is counted. */
-export function summaryBudget(plan: TranscriptPlan, targetTokens: number | undefined, adapter: FormatAdapter, counter: TokenCounter): number | undefined {
+export function summaryBudget(
+  plan: TranscriptPlan,
+  targetTokens: number | undefined,
+  adapter: FormatAdapter,
+  counter: TokenCounter,
+): number | undefined {
   if (targetTokens === undefined || !Number.isFinite(targetTokens)) return undefined;
   const withEmptySummary: Item[] = assemble(plan, adapter.summaryItem(''));
   return targetTokens - counter.countItems(withEmptySummary, adapter);

@@ -7,7 +7,12 @@ import type { CompressionEngine } from './types.js';
 export * from './types.js';
 export { DEFAULT_KEEP_LAST, planCompaction, assemble, resolveKeepLast, type TranscriptPlan } from './transcript-plan.js';
 export { ExtractiveCompressor, extractiveCompress, summaryBudget } from './extractive.js';
-export { OpenAiSummarizer, DEFAULT_MAX_TRANSCRIPT_CHARS, DEFAULT_SUMMARIZER_TIMEOUT_MS, type OpenAiSummarizerOptions } from './openai-summarizer.js';
+export {
+  OpenAiSummarizer,
+  DEFAULT_MAX_TRANSCRIPT_CHARS,
+  DEFAULT_SUMMARIZER_TIMEOUT_MS,
+  type OpenAiSummarizerOptions,
+} from './openai-summarizer.js';
 export type { EngineConfig } from './engine-config.js';
 
 /** `openai` config → LLM summarizer (extractive fallback); `extractive` → extractive. */

@@ -197,5 +197,8 @@ function normalize(text: string): string {
 }
 
 function sentences(line: string): string[] {
-  return line.split(/(?<=[.!?])\s+(?=[A-Z0-9"'`(])/).map((s) => s.trim()).filter(Boolean);
+  return line
+    .split(/(?<=[.!?])\s+(?=[A-Z0-9"'`(])/)
+    .map((s) => s.trim())
+    .filter(Boolean);
 }

@@ -111,7 +111,9 @@ export class OpenAiSummarizer implements CompressionEngine {
     const parsed = completionSchema.safeParse(body);
     if (!parsed.success) {
       const problem = schemaProblem(completionSchema, body);
-      throw new SummarizerFailure(`unexpected response: ${problem ? `${problem.path ? `${problem.path}: ` : ''}${problem.message}` : 'bad shape'}`);
+      throw new SummarizerFailure(
+        `unexpected response: ${problem ? `${problem.path ? `${problem.path}: ` : ''}${problem.message}` : 'bad shape'}`,
+      );
     }
     const text = parsed.data.choices[0]?.message.content?.trim();
     if (!text) throw new SummarizerFailure('empty completion');
@@ -126,7 +128,12 @@ export class OpenAiSummarizer implements CompressionEngine {
     return Math.min(this.timeoutMs, left);
   }
 
-  private prompt(plan: TranscriptPlan, options: CompressOptions, adapter: FormatAdapter, counter: TokenCounter): { role: 'system' | 'user'; content: string }[] {
+  private prompt(
+    plan: TranscriptPlan,
+    options: CompressOptions,
+    adapter: FormatAdapter,
+    counter: TokenCounter,
+  ): { role: 'system' | 'user'; content: string }[] {
     const budget = summaryBudget(plan, options.targetTokens, adapter, counter);
     const instructions = [
       'You compact the middle of a conversation between a user and an AI agent so the agent can continue the work without it.',

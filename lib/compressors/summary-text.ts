@@ -18,8 +18,18 @@ export function renderSummary(d: Digest, maxItems: number): string {
   const lines = [summaryHeader(d)];
   section(lines, SECTIONS.facts, lastN(d.facts, maxItems), d.facts.length);
   section(lines, SECTIONS.decisions, lastN(d.decisions, maxItems), d.decisions.length);
-  section(lines, SECTIONS.tools, mostUsed(d.tools, maxItems).map((t) => `${t.name} ×${t.count}`), d.tools.length);
-  section(lines, SECTIONS.openTasks, lastN(d.openTasks, maxItems).map((t) => `[ ] ${t}`), d.openTasks.length);
+  section(
+    lines,
+    SECTIONS.tools,
+    mostUsed(d.tools, maxItems).map((t) => `${t.name} ×${t.count}`),
+    d.tools.length,
+  );
+  section(
+    lines,
+    SECTIONS.openTasks,
+    lastN(d.openTasks, maxItems).map((t) => `[ ] ${t}`),
+    d.openTasks.length,
+  );
   return lines.join('\n');
 }
 

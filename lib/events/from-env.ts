@@ -28,7 +28,8 @@ class LazyEventBridgePublisher implements CompactionEventPublisher {
 
   async publish(e: SessionCompacted): Promise<PublishResult> {
     this.inner ??= import('./eventbridge-publisher.js').then(
-      (m) => new m.EventBridgeCompactionEventPublisher({ busName: this.busName, region: this.region, ...(this.log ? { log: this.log } : {}) }),
+      (m) =>
+        new m.EventBridgeCompactionEventPublisher({ busName: this.busName, region: this.region, ...(this.log ? { log: this.log } : {}) }),
     );
     try {
       return await (await this.inner).publish(e);

@@ -42,7 +42,10 @@ export const defaultEventLog: EventLog = (message, extra) => console.warn(JSON.s
 export function checkEvent(e: unknown): { ok: true; event: SessionCompacted } | { ok: false; error: string } {
   const r = sessionCompactedSchema.safeParse(e);
   if (r.success) return { ok: true, event: r.data };
-  return { ok: false, error: `invalid SessionCompacted event: ${r.error.issues.map((i) => `${i.path.join('.') || '(root)'}: ${i.message}`).join('; ')}` };
+  return {
+    ok: false,
+    error: `invalid SessionCompacted event: ${r.error.issues.map((i) => `${i.path.join('.') || '(root)'}: ${i.message}`).join('; ')}`,
+  };
 }
 
 /** Low-cardinality identifiers for a failure log line (no message content, only ids). */

@@ -1,7 +1,18 @@
 // The `chat` format (SPEC A1): OpenAI chat-completions messages, read as the API reads them.
 // Validation lives in validate-chat.ts; this adapter assumes nothing beyond "an object" and
 // reads every field defensively, so a verbatim unknown field can never make it throw.
-import { asArgumentsText, clip, clipBlock, isRecord, joinTexts, partTexts, RENDER_ARGUMENT_CHARS, RENDER_CONTENT_CHARS, stringField, withoutSynthetic } from './json.js';
+import {
+  asArgumentsText,
+  clip,
+  clipBlock,
+  isRecord,
+  joinTexts,
+  partTexts,
+  RENDER_ARGUMENT_CHARS,
+  RENDER_CONTENT_CHARS,
+  stringField,
+  withoutSynthetic,
+} from './json.js';
 import { mergeContent } from './merge-text.js';
 import { SUMMARY_PREFIX, type FormatAdapter, type Item, type ItemRole, type ToolCallRef } from './types.js';
 
@@ -81,6 +92,10 @@ export const chatAdapter: FormatAdapter = {
   // An assistant message: the agent's own recap. As `user` the model would read it as a new
   // instruction, and it would sit right after the first human turn (two user turns in a row).
   summaryItem: (text) => ({ role: 'assistant', content: text }),
-  mergeHumanText: (into, anchor) => ({ ...withoutSynthetic(into), role: 'user', content: mergeContent(anchor.content, into.content, 'text') }),
+  mergeHumanText: (into, anchor) => ({
+    ...withoutSynthetic(into),
+    role: 'user',
+    content: mergeContent(anchor.content, into.content, 'text'),
+  }),
   render,
 };

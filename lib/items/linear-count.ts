@@ -80,7 +80,7 @@ export function countLinear(text: string, count: (text: string) => number, piece
 
 function countInChunks(piece: string, count: (text: string) => number): number {
   let total = 0;
-  for (let start = 0; start < piece.length; ) {
+  for (let start = 0; start < piece.length;) {
     let end = Math.min(start + MAX_PIECE_CHARS, piece.length);
     const last = piece.charCodeAt(end - 1);
     if (end < piece.length && last >= 0xd800 && last <= 0xdbff) end++; // never split a surrogate pair

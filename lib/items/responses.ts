@@ -2,7 +2,18 @@
 // `AgentInputItem`s (@openai/agents-core protocol). The two spell a call id differently
 // (`call_id` in the API, `callId` in the SDK); both are read everywhere. Each known item type
 // says what role produced it, what text the model sees in it, and which call it makes or answers.
-import { asArgumentsText, clip, clipBlock, isRecord, joinTexts, partTexts, RENDER_ARGUMENT_CHARS, RENDER_CONTENT_CHARS, stringField, withoutSynthetic } from './json.js';
+import {
+  asArgumentsText,
+  clip,
+  clipBlock,
+  isRecord,
+  joinTexts,
+  partTexts,
+  RENDER_ARGUMENT_CHARS,
+  RENDER_CONTENT_CHARS,
+  stringField,
+  withoutSynthetic,
+} from './json.js';
 import { mergeContent } from './merge-text.js';
 import { SUMMARY_PREFIX, type FormatAdapter, type Item, type ItemRole, type JsonValue, type ToolCallRef } from './types.js';
 
@@ -44,20 +55,34 @@ const result = (text: (item: Item) => string): ItemKind => ({ role: 'tool', answ
 
 /** Every item type of the Responses API and the Agents SDK that this service understands. */
 const KINDS: Record<string, ItemKind> = {
-  function_call: { role: 'assistant', call: (item) => ({ name: named('function')(item), arguments: asArgumentsText(item.arguments), paired: true }) },
+  function_call: {
+    role: 'assistant',
+    call: (item) => ({ name: named('function')(item), arguments: asArgumentsText(item.arguments), paired: true }),
+  },
   function_call_result: result((item) => outputText(item.output)),
   function_call_output: result((item) => outputText(item.output)),
-  custom_tool_call: { role: 'assistant', call: (item) => ({ name: named('custom_tool')(item), arguments: asArgumentsText(item.input), paired: true }) },
+  custom_tool_call: {
+    role: 'assistant',
+    call: (item) => ({ name: named('custom_tool')(item), arguments: asArgumentsText(item.input), paired: true }),
+  },
   custom_tool_call_output: result((item) => outputText(item.output)),
   computer_call: { role: 'assistant', call: paired('computer', (item) => item.action ?? item.actions) },
   // A screenshot: image tokens, not text.
   computer_call_result: result(() => ''),
   computer_call_output: result(() => ''),
   shell_call: { role: 'assistant', call: paired('shell', (item) => item.action) },
-  shell_call_output: result((item) => (Array.isArray(item.output) ? item.output.map((o) => (isRecord(o) ? joinTexts([stringField(o.stdout), stringField(o.stderr)]) : '')).join('\n') : outputText(item.output))),
+  shell_call_output: result((item) =>
+    Array.isArray(item.output)
+      ? item.output.map((o) => (isRecord(o) ? joinTexts([stringField(o.stdout), stringField(o.stderr)]) : '')).join('\n')
+      : outputText(item.output),
+  ),
   local_shell_call: { role: 'assistant', call: paired('local_shell', (item) => item.action) },
   // The API documents this output's `id` as the id of the call it answers.
-  local_shell_call_output: { role: 'tool', answers: (item) => callIdOf(item) ?? stringField(item.id), text: (item) => outputText(item.output) },
+  local_shell_call_output: {
+    role: 'tool',
+    answers: (item) => callIdOf(item) ?? stringField(item.id),
+    text: (item) => outputText(item.output),
+  },
   apply_patch_call: { role: 'assistant', call: paired('apply_patch', (item) => item.operation) },
   apply_patch_call_output: result((item) => outputText(item.output)),
   program: { role: 'assistant', call: paired('program', (item) => item.code) },
@@ -65,22 +90,49 @@ const KINDS: Record<string, ItemKind> = {
   tool_search_call: { role: 'assistant', call: paired('tool_search', (item) => item.arguments) },
   tool_search_output: result((item) => json(item.tools)),
   mcp_approval_request: { role: 'assistant', call: paired('mcp_approval', (item) => item.arguments) },
-  mcp_approval_response: { role: 'tool', answers: (item) => stringField(item.approval_request_id), text: (item) => stringField(item.reason) ?? '' },
+  mcp_approval_response: {
+    role: 'tool',
+    answers: (item) => stringField(item.approval_request_id),
+    text: (item) => stringField(item.reason) ?? '',
+  },
   // Hosted tools run by the provider: the result travels inside the call item.
-  hosted_tool_call: { role: 'assistant', call: hosted(named('hosted_tool'), (item) => item.arguments), text: (item) => outputText(item.output) },
-  web_search_call: { role: 'assistant', call: hosted(() => 'web_search', (item) => item.action) },
+  hosted_tool_call: {
+    role: 'assistant',
+    call: hosted(named('hosted_tool'), (item) => item.arguments),
+    text: (item) => outputText(item.output),
+  },
+  web_search_call: {
+    role: 'assistant',
+    call: hosted(
+      () => 'web_search',
+      (item) => item.action,
+    ),
+  },
   file_search_call: {
     role: 'assistant',
-    call: hosted(() => 'file_search', (item) => item.queries),
+    call: hosted(
+      () => 'file_search',
+      (item) => item.queries,
+    ),
     text: (item) => (Array.isArray(item.results) ? joinTexts(partTexts(item.results)) : ''),
   },
   code_interpreter_call: {
     role: 'assistant',
-    call: hosted(() => 'code_interpreter', (item) => item.code),
-    text: (item) => (Array.isArray(item.outputs) ? joinTexts(item.outputs.map((o) => (isRecord(o) ? stringField(o.logs) : undefined))) : ''),
+    call: hosted(
+      () => 'code_interpreter',
+      (item) => item.code,
+    ),
+    text: (item) =>
+      Array.isArray(item.outputs) ? joinTexts(item.outputs.map((o) => (isRecord(o) ? stringField(o.logs) : undefined))) : '',
   },
   // `result` is the generated image (base64): image tokens, not text.
-  image_generation_call: { role: 'assistant', call: hosted(() => 'image_generation', (item) => item.revised_prompt) },
+  image_generation_call: {
+    role: 'assistant',
+    call: hosted(
+      () => 'image_generation',
+      (item) => item.revised_prompt,
+    ),
+  },
   mcp_call: {
     role: 'assistant',
     call: hosted(named('mcp_tool'), (item) => item.arguments),
@@ -89,7 +141,10 @@ const KINDS: Record<string, ItemKind> = {
   mcp_list_tools: { role: 'assistant', text: (item) => json(item.tools) },
   additional_tools: { role: 'developer', text: (item) => json(item.tools) },
   // Encrypted or opaque to us: the model sees something, we cannot count it.
-  reasoning: { role: 'assistant', text: (item) => joinTexts([item.summary, item.content, item.rawContent].flatMap((p) => (Array.isArray(p) ? partTexts(p) : []))) },
+  reasoning: {
+    role: 'assistant',
+    text: (item) => joinTexts([item.summary, item.content, item.rawContent].flatMap((p) => (Array.isArray(p) ? partTexts(p) : []))),
+  },
   compaction: { role: 'assistant' },
   item_reference: {},
   compaction_trigger: {},
@@ -176,6 +231,10 @@ export const responsesAdapter: FormatAdapter = {
   bindsToNext: (item) => item.type === 'reasoning',
   // The Agents SDK's own `assistant(text)` item (helpers/message): valid SDK input and API input.
   summaryItem: (text) => ({ type: 'message', role: 'assistant', status: 'completed', content: [{ type: 'output_text', text }] }),
-  mergeHumanText: (into, anchor) => ({ ...withoutSynthetic(into), role: 'user', content: mergeContent(anchor.content, into.content, 'input_text') }),
+  mergeHumanText: (into, anchor) => ({
+    ...withoutSynthetic(into),
+    role: 'user',
+    content: mergeContent(anchor.content, into.content, 'input_text'),
+  }),
   render,
 };

@@ -58,7 +58,12 @@ export function validateChatItem(item: unknown): FieldProblem | undefined {
     }
   }
   if (item.role !== 'assistant') return contentProblem(item.content, CHAT_PARTS, false);
-  return contentProblem(item.content, CHAT_PARTS, assistantMayOmitContent(item), 'null or absent only with tool_calls, function_call, refusal or audio');
+  return contentProblem(
+    item.content,
+    CHAT_PARTS,
+    assistantMayOmitContent(item),
+    'null or absent only with tool_calls, function_call, refusal or audio',
+  );
 }
 
 /**

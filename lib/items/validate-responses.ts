@@ -29,7 +29,13 @@ const MESSAGE_PARTS: Record<string, Schema> = {
   output_text: z.looseObject({ text: z.string(), annotations: z.optional(z.array(anyObject)) }),
   refusal: z.looseObject({ refusal: z.string() }),
   input_image: z.looseObject({ image_url: nullableString, file_id: nullableString, detail: optionalString, image: stringOrObject }),
-  input_file: z.looseObject({ file_data: nullableString, file_id: nullableString, file_url: nullableString, filename: nullableString, file: stringOrObject }),
+  input_file: z.looseObject({
+    file_data: nullableString,
+    file_id: nullableString,
+    file_url: nullableString,
+    filename: nullableString,
+    file: stringOrObject,
+  }),
   input_audio: z.looseObject({ input_audio: z.looseObject({ data: z.string(), format: z.string() }) }),
   audio: z.looseObject({ audio: z.union([z.string(), anyObject]), format: nullableString, transcript: nullableString }),
   image: z.looseObject({ image: stringOrObject }),
@@ -57,7 +63,11 @@ const callIdShape = { callId: nullableString, call_id: nullableString };
 
 const RULES: Record<string, ItemRule> = {
   function_call: { schema: loose({ ...callIdShape, name: z.string(), arguments: z.string() }), callId: 'call_id' },
-  function_call_result: { schema: loose({ ...callIdShape, name: optionalString, status: optionalString }), callId: 'callId', output: 'required' },
+  function_call_result: {
+    schema: loose({ ...callIdShape, name: optionalString, status: optionalString }),
+    callId: 'callId',
+    output: 'required',
+  },
   function_call_output: { schema: loose({ ...callIdShape, status: nullableString }), callId: 'call_id', output: 'required' },
   custom_tool_call: { schema: loose({ ...callIdShape, name: z.string(), input: z.string() }), callId: 'call_id' },
   custom_tool_call_output: { schema: loose(callIdShape), callId: 'call_id', output: 'required' },
@@ -82,9 +92,14 @@ const RULES: Record<string, ItemRule> = {
 };
 
 export function validateResponsesItem(item: unknown): FieldProblem | undefined {
-  if (!isRecord(item)) return { path: '', message: `expected an item (an object with a string "type", or a message with role and content), got ${kindOf(item)}` };
+  if (!isRecord(item))
+    return {
+      path: '',
+      message: `expected an item (an object with a string "type", or a message with role and content), got ${kindOf(item)}`,
+    };
   if (item.type === 'message' || (item.type === undefined && item.role !== undefined)) return messageProblem(item);
-  if (item.type === undefined) return { path: 'type', message: 'missing; expected a string (the item type), or a message with role and content' };
+  if (item.type === undefined)
+    return { path: 'type', message: 'missing; expected a string (the item type), or a message with role and content' };
   if (typeof item.type !== 'string') return { path: 'type', message: `expected a string, got ${kindOf(item.type)}` };
   const rule = Object.hasOwn(RULES, item.type) ? RULES[item.type] : undefined;
   if (!rule) return schemaProblem(loose(), item); // unknown types are kept as they are (our flag is still checked)
@@ -92,7 +107,9 @@ export function validateResponsesItem(item: unknown): FieldProblem | undefined {
 }
 
 function messageProblem(item: Record<string, unknown>): FieldProblem | undefined {
-  return choiceProblem(item.role, MESSAGE_ROLES, 'role') ?? schemaProblem(loose(), item) ?? contentProblem(item.content, MESSAGE_PARTS, false);
+  return (
+    choiceProblem(item.role, MESSAGE_ROLES, 'role') ?? schemaProblem(loose(), item) ?? contentProblem(item.content, MESSAGE_PARTS, false)
+  );
 }
 
 function callIdProblem(item: Record<string, unknown>, rule: ItemRule): FieldProblem | undefined {

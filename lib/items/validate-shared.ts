@@ -52,7 +52,8 @@ function describeIssue(issue: $ZodIssue, root: unknown, base: readonly Segment[]
       // The option the value got furthest into (a problem below the union's own level) says what is wrong.
       const deeper = issue.errors.filter((errs) => errs.some((e) => e.path.length > 0));
       if (deeper.length === 1 && deeper[0]![0]) return describeIssue(deeper[0]![0], root, segments);
-      if (issue.message && issue.message !== 'Invalid input') return { path, message: `${issue.message}, got ${kindOf(valueAt(root, segments))}` };
+      if (issue.message && issue.message !== 'Invalid input')
+        return { path, message: `${issue.message}, got ${kindOf(valueAt(root, segments))}` };
       const expected = [...new Set(issue.errors.flatMap((errs) => (errs[0]?.code === 'invalid_type' ? [article(errs[0].expected)] : [])))];
       return { path, message: `expected ${orList(expected)}, got ${kindOf(valueAt(root, segments))}` };
     }
@@ -64,7 +65,10 @@ function describeIssue(issue: $ZodIssue, root: unknown, base: readonly Segment[]
     case 'invalid_value':
       return {
         path,
-        message: issue.values.length === 1 ? `expected ${JSON.stringify(issue.values[0])}` : `expected one of ${issue.values.map(String).join(', ')}`,
+        message:
+          issue.values.length === 1
+            ? `expected ${JSON.stringify(issue.values[0])}`
+            : `expected one of ${issue.values.map(String).join(', ')}`,
       };
     default:
       return { path, message: issue.message || 'invalid' };
@@ -75,7 +79,11 @@ function describeIssue(issue: $ZodIssue, root: unknown, base: readonly Segment[]
  * Content parts: each an object with a string `type`; known types are checked with their
  * schema, unknown ones are kept as they are (SPEC A1).
  */
-export function partsProblem(parts: readonly unknown[], schemas: Readonly<Record<string, Schema>>, prefix: string): FieldProblem | undefined {
+export function partsProblem(
+  parts: readonly unknown[],
+  schemas: Readonly<Record<string, Schema>>,
+  prefix: string,
+): FieldProblem | undefined {
   for (let i = 0; i < parts.length; i++) {
     const problem = partProblem(parts[i], schemas, `${prefix}[${i}]`);
     if (problem) return problem;

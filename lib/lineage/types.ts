@@ -96,8 +96,7 @@ export interface AppendInput {
 }
 
 export type AppendResult =
-  | { replayed: false; session: SessionRecord; appended: number; response?: StoredResponse }
-  | { replayed: true; response: StoredResponse };
+  { replayed: false; session: SessionRecord; appended: number; response?: StoredResponse } | { replayed: true; response: StoredResponse };
 
 export type CreateResult = { replayed: false; session: SessionRecord } | { replayed: true; response: StoredResponse };
 

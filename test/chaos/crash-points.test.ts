@@ -84,7 +84,9 @@ describe('crash points (child process dies mid-attempt)', () => {
             { ref, mode, origin: 'manual', holder: 'after-crash' },
           );
           if (point === 'after_commit') {
-            expect(later.outcome === 'skipped' ? later.reason : later.outcome).toMatch(mode === 'rotate' ? /^adopted$/ : /^(noop|compressed)$/);
+            expect(later.outcome === 'skipped' ? later.reason : later.outcome).toMatch(
+              mode === 'rotate' ? /^adopted$/ : /^(noop|compressed)$/,
+            );
           } else {
             expect(later.outcome).toBe('compressed');
           }

@@ -100,7 +100,10 @@ describe('DynamoDB Local stopped during a commit', () => {
     let outcome: CompactionOutcome | undefined;
     let error: unknown;
     try {
-      outcome = await compactSession({ lease: coord.lease, store: coord.store, engine, leaseTtlMs: 5000 }, { ref, mode: 'rotate', origin: 'manual', holder: 'ddb-kill' });
+      outcome = await compactSession(
+        { lease: coord.lease, store: coord.store, engine, leaseTtlMs: 5000 },
+        { ref, mode: 'rotate', origin: 'manual', holder: 'ddb-kill' },
+      );
     } catch (err) {
       error = err;
     }
@@ -115,7 +118,10 @@ describe('DynamoDB Local stopped during a commit', () => {
     await startStore(ddbProc.port);
     await ensureTable(coord.ddb, TABLE);
     const fresh = await seeded();
-    const again = await compactSession({ lease: coord.lease, store: coord.store, engine: fixedEngine(), leaseTtlMs: 5000 }, { ref: fresh, mode: 'rotate', origin: 'manual', holder: 'ddb-back' });
+    const again = await compactSession(
+      { lease: coord.lease, store: coord.store, engine: fixedEngine(), leaseTtlMs: 5000 },
+      { ref: fresh, mode: 'rotate', origin: 'manual', holder: 'ddb-back' },
+    );
     expect(again.outcome).toBe('compressed');
     expect(await coord.store.children(fresh)).toHaveLength(1);
   });
@@ -128,13 +134,25 @@ describe('DynamoDB Local stopped during a commit', () => {
       counts.nodeFaultsInjected++;
       // The paused holder's lease expires; a rival takes it and starts its own attempt.
       await sleep(TTL_MS + 300);
-      rival = compactSession({ lease: coord.lease, store: coord.store, engine: fixedEngine(), leaseTtlMs: TTL_MS }, { ref, mode: 'rotate', origin: 'turn', holder: 'rival' });
+      rival = compactSession(
+        { lease: coord.lease, store: coord.store, engine: fixedEngine(), leaseTtlMs: TTL_MS },
+        { ref, mode: 'rotate', origin: 'turn', holder: 'rival' },
+      );
       await sleep(300);
       process.kill(ddbProc.pid, 'SIGCONT');
     };
     counts.racesRun += 2;
-    const settle = (p: Promise<CompactionOutcome>) => p.then((o) => o.outcome + (o.outcome === 'compressed' ? `:${o.sessionId}` : ''), (e: unknown) => `error:${(e as Error).name}`);
-    const first = await settle(compactSession({ lease: coord.lease, store: coord.store, engine: fixedEngine(), leaseTtlMs: TTL_MS }, { ref, mode: 'rotate', origin: 'turn', holder: 'paused' }));
+    const settle = (p: Promise<CompactionOutcome>) =>
+      p.then(
+        (o) => o.outcome + (o.outcome === 'compressed' ? `:${o.sessionId}` : ''),
+        (e: unknown) => `error:${(e as Error).name}`,
+      );
+    const first = await settle(
+      compactSession(
+        { lease: coord.lease, store: coord.store, engine: fixedEngine(), leaseTtlMs: TTL_MS },
+        { ref, mode: 'rotate', origin: 'turn', holder: 'paused' },
+      ),
+    );
     expect(rival).toBeDefined();
     const second = await settle(rival!);
 

@@ -72,7 +72,13 @@ async function tableRows(): Promise<Set<string>> {
   let start: Record<string, AttributeValue> | undefined;
   do {
     const page = await ddb.send(
-      new ScanCommand({ TableName: tableName, ProjectionExpression: 'pk, sk, #v', ExpressionAttributeNames: { '#v': 'version' }, ConsistentRead: true, ExclusiveStartKey: start }),
+      new ScanCommand({
+        TableName: tableName,
+        ProjectionExpression: 'pk, sk, #v',
+        ExpressionAttributeNames: { '#v': 'version' },
+        ConsistentRead: true,
+        ExclusiveStartKey: start,
+      }),
     );
     for (const i of page.Items ?? []) rows.add(`${i.pk?.S}|${i.sk?.S}|${i.version?.N ?? ''}`);
     start = page.LastEvaluatedKey;
@@ -102,13 +108,19 @@ beforeAll(async () => {
   responsesId = await created('responses', { role: 'user', content: 'hi' });
   sinkId = await created('chat', { role: 'user', content: 'hi' });
   const other = await created('chat', { role: 'user', content: 'other' });
-  await send({ method: 'POST', path: `/sessions/${other}/messages`, body: JSON.stringify({ messages: [{ role: 'assistant', content: 'x' }] }) });
+  await send({
+    method: 'POST',
+    path: `/sessions/${other}/messages`,
+    body: JSON.stringify({ messages: [{ role: 'assistant', content: 'x' }] }),
+  });
   foreignCursor = ((await send({ method: 'GET', path: `/sessions/${other}/messages?limit=1` })).body as { nextCursor: string }).nextCursor;
 }, 120_000);
 
 afterAll(async () => {
   recordCounts('http-fuzz', counts);
-  console.log(`http fuzz: ${counts.inputsTried} inputs, statuses ${JSON.stringify(statuses)}, ${gatewayRejected} refused by the gateway emulator`);
+  console.log(
+    `http fuzz: ${counts.inputsTried} inputs, statuses ${JSON.stringify(statuses)}, ${gatewayRejected} refused by the gateway emulator`,
+  );
   await svc?.stop();
   ddb?.destroy();
 });
@@ -121,7 +133,13 @@ const weirdString = fc.oneof(
   fc.string({ unit: 'binary', maxLength: 40 }),
   fc.constantFrom('\u0000', '\ud800', '\udfff', '\u202e', '\ufeff', '👩‍👩‍👧‍👦', 'e\u0301', '\u2028\u2029', '%00', '%2e%2e%2f'),
 );
-const notAString = fc.oneof(fc.integer(), fc.boolean(), fc.constant(null), fc.array(fc.integer(), { maxLength: 3 }), fc.dictionary(fc.string({ maxLength: 5 }), fc.integer(), { maxKeys: 2 }));
+const notAString = fc.oneof(
+  fc.integer(),
+  fc.boolean(),
+  fc.constant(null),
+  fc.array(fc.integer(), { maxLength: 3 }),
+  fc.dictionary(fc.string({ maxLength: 5 }), fc.integer(), { maxKeys: 2 }),
+);
 const badRole = weirdString.filter((r) => !validRoles.has(r));
 const hugeString = fc.integer({ min: 300_000, max: 600_000 }).map((n) => 'x'.repeat(n));
 const singleRun = fc.integer({ min: 50_000, max: 370_000 }).map(singleRunText);
@@ -144,11 +162,25 @@ const badChatMessage = fc.oneof(
   fc.record({ content: weirdString }),
   fc.record({ role: fc.constant('user'), content: fc.constant('ok'), synthetic: weirdString }),
   // Deeply nested content parts: a part of the wrong shape deep down, or deeper than any body may be.
-  deep(1, 40).map((d) => ({ role: 'user', content: [{ type: 'text', text: 'ok' }, { type: 'image_url', image_url: { detail: d } }] })),
+  deep(1, 40).map((d) => ({
+    role: 'user',
+    content: [
+      { type: 'text', text: 'ok' },
+      { type: 'image_url', image_url: { detail: d } },
+    ],
+  })),
   deep(65, 200).map((d) => ({ role: 'user', content: [{ type: 'text', text: 'ok', extra: d }] })),
   // ~100 KB tool arguments on a call without an id, or as an object instead of a string.
-  bigArgs.map((args) => ({ role: 'assistant', content: null, tool_calls: [{ type: 'function', function: { name: 'import', arguments: args } }] })),
-  bigArgs.map((args) => ({ role: 'assistant', content: null, tool_calls: [{ id: 'c1', type: 'function', function: { name: 'import', arguments: JSON.parse(args) as unknown } }] })),
+  bigArgs.map((args) => ({
+    role: 'assistant',
+    content: null,
+    tool_calls: [{ type: 'function', function: { name: 'import', arguments: args } }],
+  })),
+  bigArgs.map((args) => ({
+    role: 'assistant',
+    content: null,
+    tool_calls: [{ id: 'c1', type: 'function', function: { name: 'import', arguments: JSON.parse(args) as unknown } }],
+  })),
   // An unknown item type is not a chat message.
   fc.record({ type: fc.constantFrom('x_memory', 'function_call', 'reasoning'), id: fc.string({ maxLength: 8 }) }),
   // Long single-run strings in a message that is wrong elsewhere.
@@ -161,7 +193,11 @@ const badResponsesItem = fc.oneof(
   fc.record({ type: fc.constant('message'), role: badRole, content: fc.constant('x') }),
   bigArgs.map((args) => ({ type: 'function_call', name: 'import', arguments: args })),
   fc.record({ type: fc.constant('function_call_output'), call_id: fc.string({ minLength: 1, maxLength: 8 }) }),
-  fc.record({ type: fc.constant('function_call_result'), callId: fc.string({ minLength: 1, maxLength: 8 }), output: notAString.filter((v) => typeof v !== 'object') }),
+  fc.record({
+    type: fc.constant('function_call_result'),
+    callId: fc.string({ minLength: 1, maxLength: 8 }),
+    output: notAString.filter((v) => typeof v !== 'object'),
+  }),
   deep(65, 200).map((d) => ({ type: 'x_vendor_trace', spans: d })),
   deep(1, 40).map((d) => ({ role: 'user', content: [{ type: 'input_text', text: d }] })),
   singleRun.map((s) => ({ type: 'message', role: 'robot', content: s })),
@@ -180,7 +216,12 @@ const chatAppend = fc.oneof(
   notAString.map((m) => JSON.stringify({ messages: m })),
   fc.record({ messages: fc.constant([{ role: 'user', content: 'x' }]), extra: weirdString }).map((b) => JSON.stringify(b)),
   fc.constant(JSON.stringify({ messages: [{ role: 'user', content: 'y'.repeat(450_000) }] })),
-  fc.record({ messages: fc.constant([{ role: 'user', content: 'x' }]), expectedCount: fc.oneof(fc.integer({ max: -1 }), fc.double({ noInteger: true }), fc.string()) }).map((b) => JSON.stringify(b)),
+  fc
+    .record({
+      messages: fc.constant([{ role: 'user', content: 'x' }]),
+      expectedCount: fc.oneof(fc.integer({ max: -1 }), fc.double({ noInteger: true }), fc.string()),
+    })
+    .map((b) => JSON.stringify(b)),
 );
 const responsesAppend = appendOf(badResponsesItem, fc.oneof(unknownTypeItem, fc.constant({ role: 'user', content: 'fine' })));
 
@@ -207,21 +248,42 @@ const createBody = fc.oneof(
 // ---- metadata as raw JSON text (numbers JSON.stringify could not even write), some of it valid --
 
 const extremeNumber = fc.constantFrom(
-  '1e400', '-1e400', '1e-400', '-2.5e-999', '12345678901234567890', '-9007199254740993', '123456789012345678901234567890.5',
-  '0.1000000000000000055511151231257827', '9007199254740993', '1e21', '5e-324', '1e-130', '9007199254740991', '-0', '1.7976931348623157e308',
+  '1e400',
+  '-1e400',
+  '1e-400',
+  '-2.5e-999',
+  '12345678901234567890',
+  '-9007199254740993',
+  '123456789012345678901234567890.5',
+  '0.1000000000000000055511151231257827',
+  '9007199254740993',
+  '1e21',
+  '5e-324',
+  '1e-130',
+  '9007199254740991',
+  '-0',
+  '1.7976931348623157e308',
 );
-const metadataKey = fc.oneof(fc.constant(''), fc.string({ maxLength: 12 }), fc.integer({ min: 250, max: 300 }).map((n) => 'k'.repeat(n)));
+const metadataKey = fc.oneof(
+  fc.constant(''),
+  fc.string({ maxLength: 12 }),
+  fc.integer({ min: 250, max: 300 }).map((n) => 'k'.repeat(n)),
+);
 const rawJson = (v: unknown) => JSON.stringify(v);
 const metadataText: fc.Arbitrary<string> = fc.oneof(
   // An extreme number at some depth under some key.
-  fc.tuple(metadataKey, extremeNumber, fc.integer({ min: 0, max: 20 })).map(([k, n, d]) => `{${rawJson(k)}:${'{"x":'.repeat(d)}${n}${'}'.repeat(d)}}`),
+  fc
+    .tuple(metadataKey, extremeNumber, fc.integer({ min: 0, max: 20 }))
+    .map(([k, n, d]) => `{${rawJson(k)}:${'{"x":'.repeat(d)}${n}${'}'.repeat(d)}}`),
   // Depth around the caps (16 for metadata, 64 for any body).
   fc.integer({ min: 10, max: 80 }).map((d) => `{"deep":${'['.repeat(d)}1${']'.repeat(d)}}`),
   // Empty and long keys, nested.
   fc.dictionary(metadataKey, fc.dictionary(metadataKey, fc.jsonValue({ maxDepth: 2 }), { maxKeys: 3 }), { maxKeys: 4 }).map(rawJson),
   // Size around the 16 KB cap, as one string or many keys.
   fc.integer({ min: 15_500, max: 17_500 }).map((n) => rawJson({ blob: 'x'.repeat(n) })),
-  fc.integer({ min: 400, max: 700 }).map((n) => rawJson(Object.fromEntries(Array.from({ length: n }, (_, i) => [`key-${i}`, 'v'.repeat(20)])))),
+  fc
+    .integer({ min: 400, max: 700 })
+    .map((n) => rawJson(Object.fromEntries(Array.from({ length: n }, (_, i) => [`key-${i}`, 'v'.repeat(20)])))),
   // Not an object at all.
   fc.constantFrom('null', '[]', '"x"', '1e400', 'true'),
 );
@@ -231,14 +293,18 @@ const metadataText: fc.Arbitrary<string> = fc.oneof(
 const badCursor = fc.oneof(
   fc.string({ maxLength: 60 }).map(encodeURIComponent),
   fc.jsonValue({ maxDepth: 2 }).map((v) => Buffer.from(JSON.stringify(v)).toString('base64url')),
-  fc.record({ v: fc.integer(), s: fc.string({ maxLength: 12 }), g: fc.integer(), a: fc.integer() }).map((c) => Buffer.from(JSON.stringify(c)).toString('base64url')),
+  fc
+    .record({ v: fc.integer(), s: fc.string({ maxLength: 12 }), g: fc.integer(), a: fc.integer() })
+    .map((c) => Buffer.from(JSON.stringify(c)).toString('base64url')),
   fc.integer({ min: 201, max: 400 }).map((n) => 'A'.repeat(n)),
   fc.constantFrom('MSG%230000000000%230000000001', 'META', '%00', '..%2F..', 'eyJ2IjoxfQ'),
   fc.constant(null).map(() => foreignCursor),
 );
 const badPaging = fc.oneof(
   badCursor.map((c) => `cursor=${c}`),
-  fc.oneof(fc.integer({ max: 0 }), fc.integer({ min: 1001 }), fc.constantFrom('abc', '1.5', '', '1e3', '%00')).chain((v) => fc.constantFrom(`limit=${v}`, `tail=${v}`)),
+  fc
+    .oneof(fc.integer({ max: 0 }), fc.integer({ min: 1001 }), fc.constantFrom('abc', '1.5', '', '1e3', '%00'))
+    .chain((v) => fc.constantFrom(`limit=${v}`, `tail=${v}`)),
   fc.constantFrom('tail=2&limit=2', `tail=2&cursor=x`, 'unknown=1', 'limit=1&limit=2'),
 );
 const badIdempotencyKey = fc.oneof(
@@ -258,13 +324,31 @@ function encodePathSegment(s: string): string {
   }
 }
 const badId = fc.oneof(
-  fc.constantFrom('..', '../..', '..%2F..%2Fetc%2Fpasswd', '%2e%2e', '.%2F', 'a%2Fb', '%00', '%F0%9F%92%A9', '%C0%AE%C0%AE', '-leading-dash', '_x', 'x'.repeat(129)),
-  weirdString.filter((s) => s.length > 0).map(encodePathSegment).filter((s) => !/^[A-Za-z0-9][A-Za-z0-9_-]{0,127}$/.test(s)),
+  fc.constantFrom(
+    '..',
+    '../..',
+    '..%2F..%2Fetc%2Fpasswd',
+    '%2e%2e',
+    '.%2F',
+    'a%2Fb',
+    '%00',
+    '%F0%9F%92%A9',
+    '%C0%AE%C0%AE',
+    '-leading-dash',
+    '_x',
+    'x'.repeat(129),
+  ),
+  weirdString
+    .filter((s) => s.length > 0)
+    .map(encodePathSegment)
+    .filter((s) => !/^[A-Za-z0-9][A-Za-z0-9_-]{0,127}$/.test(s)),
 );
 const compressBody = fc.oneof(
   fc.record({ mode: weirdString.filter((m) => m !== 'in_place' && m !== 'rotate') }).map((b) => JSON.stringify(b)),
   fc.record({ origin: notAString }).map((b) => JSON.stringify(b)),
-  fc.record({ keepLast: fc.oneof(fc.double({ noInteger: true }), fc.integer({ min: 1001 }), fc.integer({ max: -1 }), fc.string()) }).map((b) => JSON.stringify(b)),
+  fc
+    .record({ keepLast: fc.oneof(fc.double({ noInteger: true }), fc.integer({ min: 1001 }), fc.integer({ max: -1 }), fc.string()) })
+    .map((b) => JSON.stringify(b)),
 );
 const validAppend = JSON.stringify({ messages: [{ role: 'user', content: 'x' }] });
 
@@ -278,7 +362,12 @@ const request: fc.Arbitrary<FuzzRequest> = fc.oneof(
   compressBody.map((body) => ({ method: 'POST' as const, path: `/sessions/${chatId}/compress`, body })),
   badPaging.map((q) => ({ method: 'GET' as const, path: `/sessions/${chatId}/messages?${q}` })),
   // A valid append with a bad key: refused, so it must not be written.
-  badIdempotencyKey.map((k) => ({ method: 'POST' as const, path: `/sessions/${chatId}/messages`, body: validAppend, headers: { 'idempotency-key': k } })),
+  badIdempotencyKey.map((k) => ({
+    method: 'POST' as const,
+    path: `/sessions/${chatId}/messages`,
+    body: validAppend,
+    headers: { 'idempotency-key': k },
+  })),
   badIdempotencyKey.map((k) => ({ method: 'POST' as const, path: '/sessions', body: '{}', headers: { 'idempotency-key': k } })),
   fc.constantFrom('latin1', 'iso-8859-1', 'utf-16', 'windows-1252').map((cs) => ({
     method: 'POST' as const,
@@ -287,8 +376,15 @@ const request: fc.Arbitrary<FuzzRequest> = fc.oneof(
     headers: { 'content-type': `application/json; charset=${cs}` },
   })),
   // Valid: a long single-run message (the token counting must stay linear, never a timeout).
-  singleRun.map((s) => ({ method: 'POST' as const, path: `/sessions/${sinkId}/messages`, body: JSON.stringify({ messages: [{ role: 'tool', tool_call_id: 'c1', content: s }] }), mayPass: true })),
-  fc.tuple(badId, fc.constantFrom('', '/messages', '/lineage', '/messages/last')).map(([id, tail]) => ({ method: tail === '/messages/last' ? ('DELETE' as const) : ('GET' as const), path: `/sessions/${id}${tail}` })),
+  singleRun.map((s) => ({
+    method: 'POST' as const,
+    path: `/sessions/${sinkId}/messages`,
+    body: JSON.stringify({ messages: [{ role: 'tool', tool_call_id: 'c1', content: s }] }),
+    mayPass: true,
+  })),
+  fc
+    .tuple(badId, fc.constantFrom('', '/messages', '/lineage', '/messages/last'))
+    .map(([id, tail]) => ({ method: tail === '/messages/last' ? ('DELETE' as const) : ('GET' as const), path: `/sessions/${id}${tail}` })),
   badId.map((id) => ({ method: 'POST' as const, path: `/sessions/${id}/messages`, body: validAppend })),
   badId.map((id) => ({ method: 'DELETE' as const, path: `/sessions/${id}` })),
   fc.constantFrom(null, '', 'Bearer', 'Bearer ', 'Basic abc', 'Bearer not-a-key', `Bearer ${'k'.repeat(5000)}`).map((auth) => ({
@@ -316,48 +412,54 @@ function isGatewayRefusal(path: string, body: unknown): boolean {
 }
 
 describe('HTTP API bad-input fuzz', () => {
-  it('F1 F2 A1 A3 A5 issue 11: every answer is a 2xx or a 4xx JSON error, never a 5xx; a 4xx writes nothing', async () => {
-    // Every generated request is tried; violations are collected so one run lists them all.
-    const violations: string[] = [];
-    await fc.assert(
-      fc.asyncProperty(request, async (r) => {
-        counts.inputsTried++;
-        const before = await tableRows();
-        const res = await send(r);
-        statuses[res.status] = (statuses[res.status] ?? 0) + 1;
-        const what = `${r.method} ${r.path.slice(0, 120)} ${JSON.stringify(r.headers ?? {}).slice(0, 80)} body=${(r.body ?? '').slice(0, 60)} -> ${res.status} ${res.text.slice(0, 200)}`;
-        if (res.status < 200 || res.status >= 500 || (res.status >= 300 && res.status < 400)) return void violations.push(`not a 2xx or 4xx: ${what}`);
-        if (res.status < 300) {
-          if (!r.mayPass) violations.push(`an invalid request was accepted: ${what}`);
-          else if (res.body === undefined) violations.push(`a 2xx that is not JSON: ${what}`);
-          // Keep the table small (it is scanned twice per input): a long append is undone at once.
-          if (r.path.startsWith(`/sessions/${sinkId}/`)) expect((await send({ method: 'DELETE', path: `/sessions/${sinkId}/messages/last` })).status).toBe(200);
-          return;
-        }
-        if (isGatewayRefusal(r.path, res.body)) {
-          gatewayRejected++;
-        } else {
-          const err = (res.body as { error?: { code?: unknown; message?: unknown } } | undefined)?.error;
-          if (typeof err?.code !== 'string' || typeof err.message !== 'string') violations.push(`not a JSON error: ${what}`);
-        }
-        const written = changed(before, await tableRows());
-        if (written.length > 0) violations.push(`a 4xx wrote to the table (${written.slice(0, 4).join(', ')}): ${what}`);
-      }),
-      {
-        numRuns: RUNS,
-        // Always tried first: a JSON body that is not an object (the literal null included) is a wrong type.
-        examples: ['null', '[]', '42', '"x"', 'true'].flatMap((body): [FuzzRequest][] => [
-          [{ method: 'POST' as const, path: '/sessions', body }],
-          [{ method: 'POST' as const, path: `/sessions/${chatId}/compress`, body }],
-        ]),
-      },
-    );
-    counts.inputViolations = violations.length;
-    expect(violations).toEqual([]);
-    // The sessions that only got invalid requests are exactly as they began.
-    for (const id of [chatId, responsesId]) {
-      const page = await send({ method: 'GET', path: `/sessions/${id}/messages` });
-      expect((page.body as { messages: unknown[] }).messages).toEqual([{ role: 'user', content: 'hi' }]);
-    }
-  }, 60_000 + RUNS * 1_500); // a generous bound per input: a request and two scans of a small table
+  it(
+    'F1 F2 A1 A3 A5 issue 11: every answer is a 2xx or a 4xx JSON error, never a 5xx; a 4xx writes nothing',
+    async () => {
+      // Every generated request is tried; violations are collected so one run lists them all.
+      const violations: string[] = [];
+      await fc.assert(
+        fc.asyncProperty(request, async (r) => {
+          counts.inputsTried++;
+          const before = await tableRows();
+          const res = await send(r);
+          statuses[res.status] = (statuses[res.status] ?? 0) + 1;
+          const what = `${r.method} ${r.path.slice(0, 120)} ${JSON.stringify(r.headers ?? {}).slice(0, 80)} body=${(r.body ?? '').slice(0, 60)} -> ${res.status} ${res.text.slice(0, 200)}`;
+          if (res.status < 200 || res.status >= 500 || (res.status >= 300 && res.status < 400))
+            return void violations.push(`not a 2xx or 4xx: ${what}`);
+          if (res.status < 300) {
+            if (!r.mayPass) violations.push(`an invalid request was accepted: ${what}`);
+            else if (res.body === undefined) violations.push(`a 2xx that is not JSON: ${what}`);
+            // Keep the table small (it is scanned twice per input): a long append is undone at once.
+            if (r.path.startsWith(`/sessions/${sinkId}/`))
+              expect((await send({ method: 'DELETE', path: `/sessions/${sinkId}/messages/last` })).status).toBe(200);
+            return;
+          }
+          if (isGatewayRefusal(r.path, res.body)) {
+            gatewayRejected++;
+          } else {
+            const err = (res.body as { error?: { code?: unknown; message?: unknown } } | undefined)?.error;
+            if (typeof err?.code !== 'string' || typeof err.message !== 'string') violations.push(`not a JSON error: ${what}`);
+          }
+          const written = changed(before, await tableRows());
+          if (written.length > 0) violations.push(`a 4xx wrote to the table (${written.slice(0, 4).join(', ')}): ${what}`);
+        }),
+        {
+          numRuns: RUNS,
+          // Always tried first: a JSON body that is not an object (the literal null included) is a wrong type.
+          examples: ['null', '[]', '42', '"x"', 'true'].flatMap((body): [FuzzRequest][] => [
+            [{ method: 'POST' as const, path: '/sessions', body }],
+            [{ method: 'POST' as const, path: `/sessions/${chatId}/compress`, body }],
+          ]),
+        },
+      );
+      counts.inputViolations = violations.length;
+      expect(violations).toEqual([]);
+      // The sessions that only got invalid requests are exactly as they began.
+      for (const id of [chatId, responsesId]) {
+        const page = await send({ method: 'GET', path: `/sessions/${id}/messages` });
+        expect((page.body as { messages: unknown[] }).messages).toEqual([{ role: 'user', content: 'hi' }]);
+      }
+    },
+    60_000 + RUNS * 1_500,
+  ); // a generous bound per input: a request and two scans of a small table
 });

@@ -25,7 +25,9 @@ beforeAll(async () => {
 });
 afterAll(async () => {
   recordCounts('interleavings', counts);
-  console.log(`interleavings: ${counts.interleavingsExplored} runs explored, ${counts.racesRun} contenders raced; outcomes ${JSON.stringify(outcomes)}`);
+  console.log(
+    `interleavings: ${counts.interleavingsExplored} runs explored, ${counts.racesRun} contenders raced; outcomes ${JSON.stringify(outcomes)}`,
+  );
   await coord.close();
 });
 
@@ -71,7 +73,10 @@ describe('randomised interleavings', () => {
           ...s.contenders.map(async (c, i) => {
             await sleep(c.startDelay);
             const seen: string[] = [];
-            const engine = fixedEngine({ onCall: (m) => seen.push(...m.map((x) => x.content as string)), hold: () => sleep(c.engineDelay) });
+            const engine = fixedEngine({
+              onCall: (m) => seen.push(...m.map((x) => x.content as string)),
+              hold: () => sleep(c.engineDelay),
+            });
             const commitFence = new CommitFence();
             let cancelledBeforeCommit: boolean | undefined;
             if (c.cancelAfter !== undefined) {

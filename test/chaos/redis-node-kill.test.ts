@@ -110,12 +110,18 @@ describe('Redis node killed during an attempt', () => {
       await assertSingleLineage(ref, outcomes);
       // New attempts fail fast and closed while the quorum is gone (C2).
       const engine = fixedEngine();
-      const during = await compactSession({ lease, store: coord.store, engine, leaseTtlMs: TTL_MS }, { ref, mode: 'rotate', origin: 'turn', holder: 'during' });
+      const during = await compactSession(
+        { lease, store: coord.store, engine, leaseTtlMs: TTL_MS },
+        { ref, mode: 'rotate', origin: 'turn', holder: 'during' },
+      );
       expect(during.outcome === 'skipped' && during.reason).toBe('lease_unavailable');
       expect(engine.calls).toBe(0);
       await Promise.all([nodes.restart(1), nodes.restart(2)]);
       await assertLeaseFreeAfterRestart(ref);
-      const after = await compactSession({ lease, store: coord.store, engine, leaseTtlMs: TTL_MS }, { ref, mode: 'rotate', origin: 'turn', holder: 'after' });
+      const after = await compactSession(
+        { lease, store: coord.store, engine, leaseTtlMs: TTL_MS },
+        { ref, mode: 'rotate', origin: 'turn', holder: 'after' },
+      );
       expect(['compressed', 'skipped']).toContain(after.outcome);
       if (after.outcome === 'skipped') expect(after.reason).toBe('adopted');
       await assertSingleLineage(ref, [...outcomes, after]);

@@ -37,7 +37,10 @@ export function testStackFile(overrides: Partial<LocalStackFile> = {}): LocalSta
  * (the stack variables are removed); otherwise through the variables, with a stack file that does
  * not exist, so a developer's running `npm start` is never touched.
  */
-export function cliEnv(opts: { stackFile?: LocalStackFile; env?: Record<string, string> } = {}): { env: NodeJS.ProcessEnv; cleanup: () => void } {
+export function cliEnv(opts: { stackFile?: LocalStackFile; env?: Record<string, string> } = {}): {
+  env: NodeJS.ProcessEnv;
+  cleanup: () => void;
+} {
   const dir = mkdtempSync(join(tmpdir(), 'cli-test-'));
   const file = join(dir, 'stack.json');
   const env: NodeJS.ProcessEnv = { ...process.env, LOCAL_STACK_FILE: file, NODE_NO_WARNINGS: '1' };

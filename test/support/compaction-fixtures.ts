@@ -73,7 +73,11 @@ export function userTurns(n: number, prefix = 'm'): Item[] {
 }
 
 /** A new session (fresh tenant) holding `items`. */
-export async function seedSession(store: DynamoLineageStore, items: readonly Item[] = userTurns(20), format: ItemFormat = 'chat'): Promise<SessionRef> {
+export async function seedSession(
+  store: DynamoLineageStore,
+  items: readonly Item[] = userTurns(20),
+  format: ItemFormat = 'chat',
+): Promise<SessionRef> {
   const r = await store.createSession({ tenantId: `t-${randomUUID()}`, source: 'test', format });
   if (r.replayed) throw new Error('unexpected replay');
   const ref = { tenantId: r.session.tenantId, sessionId: r.session.sessionId };

@@ -58,7 +58,7 @@ export class RoundTrips {
   watchRedis(clients: readonly Redis[]): this {
     clients.forEach((client, node) => {
       const original = client.sendCommand.bind(client);
-      client.sendCommand = ((command: { name: string; promise: Promise<unknown> }, stream?: unknown) => {
+      client.sendCommand = (command: { name: string; promise: Promise<unknown> }, stream?: unknown) => {
         const result = original(command as never, stream as never);
         if (this.recording && command.name !== 'info' && command.name !== 'select') {
           const call: Call = { kind: 'redis', op: command.name, node, start: this.tick++, end: -1 };
@@ -69,7 +69,7 @@ export class RoundTrips {
           command.promise.then(done, done);
         }
         return result;
-      });
+      };
       this.undo.push(() => {
         client.sendCommand = original;
       });
@@ -112,7 +112,8 @@ export function groups(calls: readonly Call[]): Call[][] {
 
 /** Two calls (or groups) were in flight at the same time. */
 export function overlap(a: readonly Call[], b: readonly Call[]): boolean {
-  const span = (g: readonly Call[]) => [Math.min(...g.map((c) => c.start)), Math.max(...g.map((c) => (c.end < 0 ? Infinity : c.end)))] as const;
+  const span = (g: readonly Call[]) =>
+    [Math.min(...g.map((c) => c.start)), Math.max(...g.map((c) => (c.end < 0 ? Infinity : c.end)))] as const;
   const [as, ae] = span(a);
   const [bs, be] = span(b);
   return as < be && bs < ae;
@@ -126,6 +127,8 @@ export function phasesOf(calls: readonly Call[]): Phases {
     redisRounds: redis.length,
     dynamo,
     redis,
-    detail: groups(calls).map((p) => p.map((c) => (c.kind === 'redis' ? `redis:${c.op}@${c.node}` : c.op.replace(/Command$/, ''))).join(' ∥ ')),
+    detail: groups(calls).map((p) =>
+      p.map((c) => (c.kind === 'redis' ? `redis:${c.op}@${c.node}` : c.op.replace(/Command$/, ''))).join(' ∥ '),
+    ),
   };
 }

@@ -23,7 +23,10 @@ export const auditForks: Command = {
         forks.length === 0
           ? [`no forks in ${tableName}: every parent has at most one child`]
           : [
-              ...forks.map((f) => `FORK: parent ${f.parent.sessionId} (tenant ${f.parent.tenantId}) has ${f.childSessionIds.length} children: ${f.childSessionIds.join(', ')}`),
+              ...forks.map(
+                (f) =>
+                  `FORK: parent ${f.parent.sessionId} (tenant ${f.parent.tenantId}) has ${f.childSessionIds.length} children: ${f.childSessionIds.join(', ')}`,
+              ),
               `${forks.length} forked parent${forks.length === 1 ? '' : 's'} in ${tableName} (SPEC I1 broken): see README.md "Alarms", forks-found`,
             ],
       );

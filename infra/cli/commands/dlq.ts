@@ -20,7 +20,10 @@ function arnFlag(value: string | undefined, flag: string): string | undefined {
 
 async function queueArnOf(target: Target, output: string): Promise<string> {
   const arn = await target.stackOutput(output);
-  if (!arn) throw new CliError(`stack ${stackNameOf(target.stage!)} has no ${output} output (deployed before it existed?): pass --dlq-arn and --queue-arn`);
+  if (!arn)
+    throw new CliError(
+      `stack ${stackNameOf(target.stage!)} has no ${output} output (deployed before it existed?): pass --dlq-arn and --queue-arn`,
+    );
   return arn;
 }
 
@@ -37,7 +40,8 @@ export const dlqRedrive: Command = {
     const queueFlag = arnFlag(values['queue-arn'], 'queue-arn');
     if ((dlqFlag === undefined) !== (queueFlag === undefined)) throw new UsageError('--dlq-arn and --queue-arn go together', USAGE);
     const rate = values['max-per-second'] === undefined ? undefined : Number(values['max-per-second']);
-    if (rate !== undefined && !(Number.isInteger(rate) && rate >= 1 && rate <= 500)) throw new UsageError('--max-per-second must be an integer from 1 to 500', USAGE);
+    if (rate !== undefined && !(Number.isInteger(rate) && rate >= 1 && rate <= 500))
+      throw new UsageError('--max-per-second must be an integer from 1 to 500', USAGE);
     if (values.stage === undefined && dlqFlag === undefined) {
       throw new CliError(
         'dlq redrive works on a deployed stage only: the local stack (serverless-offline) has no after-turn queue or DLQ ' +

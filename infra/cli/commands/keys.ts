@@ -64,17 +64,30 @@ export const keysRevoke: Command = {
   usage: REVOKE_USAGE,
   summary: `delete an API key by id (asks first; warm API containers may accept it for up to ${cacheSeconds} s more)`,
   async run(args, io) {
-    const { values, positionals } = parseCommand(args, { usage: REVOKE_USAGE, positionals: ['keyId'], options: { yes: { type: 'boolean' } } });
+    const { values, positionals } = parseCommand(args, {
+      usage: REVOKE_USAGE,
+      positionals: ['keyId'],
+      options: { yes: { type: 'boolean' } },
+    });
     const keyId = positionals[0]!.toLowerCase();
-    if (!/^[0-9a-f]{8,64}$/.test(keyId)) throw new UsageError(`invalid key id "${positionals[0]}": ${KEY_ID_LENGTH} hex chars as \`keys list\` shows (at least 8)`, REVOKE_USAGE);
+    if (!/^[0-9a-f]{8,64}$/.test(keyId))
+      throw new UsageError(
+        `invalid key id "${positionals[0]}": ${KEY_ID_LENGTH} hex chars as \`keys list\` shows (at least 8)`,
+        REVOKE_USAGE,
+      );
     return withTarget(values, io, async (target) => {
       const { client, tableName } = await target.table();
       const store = new ApiKeyStore({ client, tableName });
       const matches = await store.findById(keyId);
       if (matches.length === 0) throw new CliError(`no API key with id ${keyId} in ${tableName}`);
-      if (matches.length > 1) throw new CliError(`key id ${keyId} is ambiguous (${matches.map((k) => k.keyId).join(', ')}): give more of the hash`);
+      if (matches.length > 1)
+        throw new CliError(`key id ${keyId} is ambiguous (${matches.map((k) => k.keyId).join(', ')}): give more of the hash`);
       const key = matches[0]!;
-      await confirm(io, `revoke API key ${key.keyId} of tenant ${key.tenantId} (created ${key.createdAt}) in ${tableName}`, Boolean(values.yes));
+      await confirm(
+        io,
+        `revoke API key ${key.keyId} of tenant ${key.tenantId} (created ${key.createdAt}) in ${tableName}`,
+        Boolean(values.yes),
+      );
       if (!(await store.revoke(key.hash))) throw new CliError(`API key ${key.keyId} was already revoked`);
       emit(io, values.json, { revoked: view(key) }, () => [
         `revoked API key ${key.keyId} of tenant ${key.tenantId}.`,

@@ -78,7 +78,8 @@ async function withLease<T>(
       const redisKey = lease.keyOf(sessionKeyValue);
       const read = async (): Promise<LeaseState> => {
         const nodes = await readNodes(clients, urls, redisKey);
-        if (nodes.every((n) => n.error !== undefined)) throw new CliError(`no Redis node answered: ${nodes.map((n) => `${n.node}: ${n.error}`).join('; ')}`);
+        if (nodes.every((n) => n.error !== undefined))
+          throw new CliError(`no Redis node answered: ${nodes.map((n) => `${n.node}: ${n.error}`).join('; ')}`);
         return { sessionKey: sessionKeyValue, redisKey, quorum: quorumSize(urls.length), nodes };
       };
       return await fn({ lease, read });
@@ -93,7 +94,12 @@ export const leaseShow: Command = {
   usage: SHOW_USAGE,
   summary: "the session lease's holder token on each Redis node (or none)",
   async run(args, io) {
-    const { values, positionals } = parseCommand(args, { usage: SHOW_USAGE, positionals: ['id'], options: { tenant: { type: 'string' } }, required: ['tenant'] });
+    const { values, positionals } = parseCommand(args, {
+      usage: SHOW_USAGE,
+      positionals: ['id'],
+      options: { tenant: { type: 'string' } },
+      required: ['tenant'],
+    });
     const ref = sessionRefOf(values.tenant, positionals[0], SHOW_USAGE);
     return withLease(values, io, sessionKey(ref), async ({ read }) => {
       const state = await read();
@@ -111,7 +117,7 @@ export const leaseShow: Command = {
 export const leaseRelease: Command = {
   name: 'lease release',
   usage: RELEASE_USAGE,
-  summary: 'token-checked release of a stuck lease (asks first); never deletes another holder\'s lease',
+  summary: "token-checked release of a stuck lease (asks first); never deletes another holder's lease",
   async run(args, io) {
     const { values, positionals } = parseCommand(args, {
       usage: RELEASE_USAGE,

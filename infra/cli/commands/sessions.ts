@@ -39,7 +39,10 @@ function showLines(s: SessionRecord, liveTip: string | null): string[] {
     ['state', stateOf(s)],
     ['created', s.createdAt],
     ['links', links.length ? links.join(', ') : 'none (a root with no child)'],
-    ['live tip', liveTip === null ? 'none (the chain ends in a deleted session)' : liveTip === s.sessionId ? `${liveTip} (this session)` : liveTip],
+    [
+      'live tip',
+      liveTip === null ? 'none (the chain ends in a deleted session)' : liveTip === s.sessionId ? `${liveTip} (this session)` : liveTip,
+    ],
     ['generation', String(s.generation)],
     ['fence', s.fence === undefined ? 'none (no attempt yet)' : String(s.fence)],
     ['items', `${s.messageCount} (last seq ${s.lastSeq})`],
@@ -64,7 +67,12 @@ export const sessionsShow: Command = {
   usage: SHOW_USAGE,
   summary: 'a session record (format, links, counts, tokens, in-flight attempt, last activity) and its live tip',
   async run(args, io) {
-    const { values, positionals } = parseCommand(args, { usage: SHOW_USAGE, positionals: ['id'], options: { tenant: { type: 'string' } }, required: ['tenant'] });
+    const { values, positionals } = parseCommand(args, {
+      usage: SHOW_USAGE,
+      positionals: ['id'],
+      options: { tenant: { type: 'string' } },
+      required: ['tenant'],
+    });
     const ref = sessionRefOf(values.tenant, positionals[0], SHOW_USAGE);
     return withTarget(values, io, async (target) => {
       const store = await storeOf(target);
@@ -84,7 +92,12 @@ export const lineage: Command = {
   usage: LINEAGE_USAGE,
   summary: 'the chain root → tip, marking the live tip and deleted sessions',
   async run(args, io) {
-    const { values, positionals } = parseCommand(args, { usage: LINEAGE_USAGE, positionals: ['id'], options: { tenant: { type: 'string' } }, required: ['tenant'] });
+    const { values, positionals } = parseCommand(args, {
+      usage: LINEAGE_USAGE,
+      positionals: ['id'],
+      options: { tenant: { type: 'string' } },
+      required: ['tenant'],
+    });
     const ref = sessionRefOf(values.tenant, positionals[0], LINEAGE_USAGE);
     return withTarget(values, io, async (target) => {
       const store = await storeOf(target);

@@ -174,7 +174,14 @@ export class Attempts {
     const pk = sessionPk(ref);
     const dueAt = this.table.now() + ARCHIVE_GRACE_MS;
     return {
-      item: { pk, sk: taskSk('archive', generation), kind: 'archive', generation, attemptShard: attemptShardOf(pk, this.table.attemptShards), leaseExpiresAt: dueAt },
+      item: {
+        pk,
+        sk: taskSk('archive', generation),
+        kind: 'archive',
+        generation,
+        attemptShard: attemptShardOf(pk, this.table.attemptShards),
+        leaseExpiresAt: dueAt,
+      },
       task: { ref, kind: 'archive', generation, dueAt },
     };
   }

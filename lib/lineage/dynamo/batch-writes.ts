@@ -19,18 +19,19 @@ async function writeAll(
     for (let round = 0; pending.length > 0; round++) {
       if (round >= MAX_UNPROCESSED_ROUNDS) throw new StoreRetryableError(`batch write: ${pending.length} items unprocessed`);
       if (round > 0) await sleep(backoffDelay(round, retry));
-      const out = await withRetry(
-        'batch write',
-        () => doc.send(new BatchWriteCommand({ RequestItems: { [tableName]: pending } })),
-        retry,
-      );
+      const out = await withRetry('batch write', () => doc.send(new BatchWriteCommand({ RequestItems: { [tableName]: pending } })), retry);
       pending = (out.UnprocessedItems?.[tableName] ?? []) as WriteRequest[];
     }
   }
 }
 
 export function putAll(doc: DynamoDBDocumentClient, tableName: string, items: object[], retry?: RetryOptions): Promise<void> {
-  return writeAll(doc, tableName, items.map((Item) => ({ PutRequest: { Item: Item as Record<string, unknown> } })), retry);
+  return writeAll(
+    doc,
+    tableName,
+    items.map((Item) => ({ PutRequest: { Item: Item as Record<string, unknown> } })),
+    retry,
+  );
 }
 
 export function deleteAll(
@@ -39,5 +40,10 @@ export function deleteAll(
   keys: { pk: string; sk: string }[],
   retry?: RetryOptions,
 ): Promise<void> {
-  return writeAll(doc, tableName, keys.map((k) => ({ DeleteRequest: { Key: { pk: k.pk, sk: k.sk } } })), retry);
+  return writeAll(
+    doc,
+    tableName,
+    keys.map((k) => ({ DeleteRequest: { Key: { pk: k.pk, sk: k.sk } } })),
+    retry,
+  );
 }

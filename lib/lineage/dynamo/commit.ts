@@ -141,7 +141,12 @@ export class Commits {
       alreadyCommitted: async (meta) => {
         const child = await this.table.requireMeta(childRef);
         const items = await this.table.readItems(childPk, 0, 1, child.lastSeq);
-        return { parent: toSessionRecord(meta), child: toSessionRecord(child), items, tailCarried: Math.max(0, items.length - input.compacted.length) };
+        return {
+          parent: toSessionRecord(meta),
+          child: toSessionRecord(child),
+          items,
+          tailCarried: Math.max(0, items.length - input.compacted.length),
+        };
       },
     };
     return this.run(ref, begun, input, strategy, (err) => {
@@ -174,7 +179,13 @@ export class Commits {
               `ADD #version :one REMOVE ${ATTEMPT_ATTRS}`,
             condition: commitCondition(meta),
           },
-          { ':gen': generation, ':count': count, ':tok': tokens, ':mark': { label: input.activityLabel, at }, ...commitValues(meta, attempt) },
+          {
+            ':gen': generation,
+            ':count': count,
+            ':tok': tokens,
+            ':mark': { label: input.activityLabel, at },
+            ...commitValues(meta, attempt),
+          },
         ),
         // P3: the replaced generation is archived later, by us in the background or by the sweep.
         this.table.put(archive.item),
@@ -198,7 +209,12 @@ export class Commits {
       }),
       alreadyCommitted: async (meta) => {
         const items = await this.table.readItems(pk, generation, 1, meta.lastSeq);
-        return { session: toSessionRecord(meta), items, tailCarried: Math.max(0, items.length - input.compacted.length), archive: archive.task };
+        return {
+          session: toSessionRecord(meta),
+          items,
+          tailCarried: Math.max(0, items.length - input.compacted.length),
+          archive: archive.task,
+        };
       },
     };
     return this.run(ref, begun, input, strategy, () => false);
@@ -268,7 +284,14 @@ export class Commits {
     const k = compacted.length;
     return [
       ...compacted,
-      ...tail.map((m, i) => ({ pk: s.targetPk, sk: messageSk(s.targetGeneration, k + i + 1), generation: s.targetGeneration, seq: k + i + 1, body: m.body, tokens: m.tokens ?? 0 })),
+      ...tail.map((m, i) => ({
+        pk: s.targetPk,
+        sk: messageSk(s.targetGeneration, k + i + 1),
+        generation: s.targetGeneration,
+        seq: k + i + 1,
+        body: m.body,
+        tokens: m.tokens ?? 0,
+      })),
     ];
   }
 
@@ -308,7 +331,11 @@ export class Commits {
         'seal for commit',
         ref,
         { update: 'SET #seal = :seal', condition: '#attempt.#attemptId = :aid AND #fence = :fence' },
-        { ':seal': { attemptId: attempt.attemptId, until: this.table.now() + SEAL_MS }, ':aid': attempt.attemptId, ':fence': attempt.fence },
+        {
+          ':seal': { attemptId: attempt.attemptId, until: this.table.now() + SEAL_MS },
+          ':aid': attempt.attemptId,
+          ':fence': attempt.fence,
+        },
         'ALL_NEW',
       );
       return toMetaItem(out.Attributes);
@@ -329,7 +356,9 @@ export class Commits {
       if (preWritten > 0) {
         const meta = await this.table.getMeta(ref);
         if (!meta || !s.isOurs(meta)) {
-          await this.table.deleteAll(Array.from({ length: preWritten }, (_, i) => ({ pk: s.targetPk, sk: messageSk(s.targetGeneration, i + 1) })));
+          await this.table.deleteAll(
+            Array.from({ length: preWritten }, (_, i) => ({ pk: s.targetPk, sk: messageSk(s.targetGeneration, i + 1) })),
+          );
         }
       }
     } catch (err) {
@@ -383,5 +412,3 @@ function toMetaItem(attributes: Record<string, unknown> | undefined): MetaItem {
 function parse(m: MessageItem): Item {
   return JSON.parse(m.body) as Item;
 }
-
-

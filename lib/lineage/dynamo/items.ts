@@ -95,7 +95,8 @@ export type StoredMeta = Omit<MetaItem, 'generation' | 'messageCount' | 'lastSeq
   Partial<Pick<MetaItem, 'generation' | 'messageCount' | 'lastSeq' | 'tokenEstimate' | 'version'>>;
 
 /** The attempt map as stored: fence and watermark are top-level attributes (older records kept the fence inside). */
-export type StoredAttempt = Omit<AttemptRecord, 'fence' | 'watermark'> & Partial<Pick<AttemptRecord, 'fence' | 'watermark'>> & { stale?: boolean };
+export type StoredAttempt = Omit<AttemptRecord, 'fence' | 'watermark'> &
+  Partial<Pick<AttemptRecord, 'fence' | 'watermark'>> & { stale?: boolean };
 
 /** Fills the defaults of fields older records lack (C3) and assembles the attempt: the one place that knows them. */
 export function withDefaults(stored: StoredMeta): MetaItem {

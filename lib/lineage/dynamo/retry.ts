@@ -76,7 +76,8 @@ export async function withRetry<T>(what: string, op: () => Promise<T>, opts: Ret
     try {
       return await op();
     } catch (err) {
-      if (isExhaustedTransient(err)) throw new StoreRetryableError(`${what}: ${err instanceof Error ? err.name : 'failed'} after the client's retries`, err);
+      if (isExhaustedTransient(err))
+        throw new StoreRetryableError(`${what}: ${err instanceof Error ? err.name : 'failed'} after the client's retries`, err);
       if (!isContention(err)) throw err;
       last = err;
       if (i < opts.maxAttempts - 1) await sleep(backoffDelay(i, opts));

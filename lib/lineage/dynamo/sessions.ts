@@ -179,7 +179,13 @@ export class Sessions {
         ...stored.map((m) => this.table.put(m)),
       ];
       if (idem && idemKey) {
-        const record = idempotencyRecord(idemKey, idem, response ?? { status: 200, body: null }, this.table.now(), this.idempotencyTtlSeconds);
+        const record = idempotencyRecord(
+          idemKey,
+          idem,
+          response ?? { status: 200, body: null },
+          this.table.now(),
+          this.idempotencyTtlSeconds,
+        );
         entries.push(this.table.put(record, IDEMPOTENCY_CONDITION, { ':nowSec': Math.floor(this.table.now() / 1000) }));
       }
       const sent = this.table.now();
@@ -246,7 +252,11 @@ export class Sessions {
 
   async readTail(ref: SessionRef, limit: number, maxBytes: number): Promise<TailRead> {
     const meta = await this.table.requireMeta(ref);
-    const { items, more } = await this.table.queryRange(sessionPk(ref), meta.generation, 1, meta.lastSeq, { limit, maxBytes, newestFirst: true });
+    const { items, more } = await this.table.queryRange(sessionPk(ref), meta.generation, 1, meta.lastSeq, {
+      limit,
+      maxBytes,
+      newestFirst: true,
+    });
     // Short of `limit` with more left means the size bound cut it, not the start of the session.
     return { session: toSessionRecord(meta), items: items.reverse().map(fromMessageItem), truncated: more && items.length < limit };
   }
@@ -266,7 +276,12 @@ export class Sessions {
       // A6: an in-flight attempt that already read this item must not commit it back.
       const stale = meta.attempt !== undefined && last.seq <= (meta.attempt.watermark ?? 0);
       const tokens = last.tokens ?? 0;
-      const after: MetaItem = { ...meta, messageCount: meta.messageCount - 1, tokenEstimate: meta.tokenEstimate - tokens, version: meta.version + 1 };
+      const after: MetaItem = {
+        ...meta,
+        messageCount: meta.messageCount - 1,
+        tokenEstimate: meta.tokenEstimate - tokens,
+        version: meta.version + 1,
+      };
       try {
         await this.table.transact('pop item', [
           this.table.metaUpdate(

@@ -137,7 +137,11 @@ export class DynamoLineageStore implements LineageStore {
   commitInPlace(ref: SessionRef, begun: BegunAttempt, input: CommitInput): Promise<InPlaceCommitted> {
     return this.commits.inPlace(ref, begun, input);
   }
-  async abandonAttempt(ref: SessionRef, attempt: AttemptRecord, opts: { activityLabel?: string; commitStarted?: boolean } = {}): Promise<void> {
+  async abandonAttempt(
+    ref: SessionRef,
+    attempt: AttemptRecord,
+    opts: { activityLabel?: string; commitStarted?: boolean } = {},
+  ): Promise<void> {
     await this.attempts.clear(ref, attempt, opts.activityLabel);
     // Only a commit writes items before its flip; the attempt record is gone now, so no late commit can use them.
     if (opts.commitStarted) await this.attempts.removeLeftovers(ref, attempt);

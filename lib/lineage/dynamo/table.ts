@@ -128,7 +128,12 @@ export class Table {
   /** The Update entry of a transaction on a session's META (old image returned on a failed condition). */
   metaUpdate(ref: SessionRef, parts: ExpressionParts & { update: string }, values: Record<string, unknown>): TransactItem {
     return {
-      Update: { TableName: this.name, Key: metaKey(ref), ...updateExpression(parts, values), ReturnValuesOnConditionCheckFailure: 'ALL_OLD' },
+      Update: {
+        TableName: this.name,
+        Key: metaKey(ref),
+        ...updateExpression(parts, values),
+        ReturnValuesOnConditionCheckFailure: 'ALL_OLD',
+      },
     };
   }
 
@@ -219,7 +224,9 @@ export class Table {
     let start: Record<string, unknown> | undefined;
     do {
       const out = await this.send('query index', () =>
-        this.doc.send(new QueryCommand({ ...input, TableName: this.name, ExclusiveStartKey: start, ...(limit ? { Limit: limit - items.length } : {}) })),
+        this.doc.send(
+          new QueryCommand({ ...input, TableName: this.name, ExclusiveStartKey: start, ...(limit ? { Limit: limit - items.length } : {}) }),
+        ),
       );
       items.push(...((out.Items ?? []) as T[]));
       start = out.LastEvaluatedKey;

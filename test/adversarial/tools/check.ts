@@ -14,7 +14,10 @@ const tenant = process.env.TENANT!;
 const log = JSON.parse(readFileSync(process.env.IN ?? '/tmp/storm.json', 'utf8'));
 
 if (process.env.SWEEP === '1') {
-  const r = await fetch(`${stack.lambdaEndpoint}/2015-03-31/functions/session-lineage-local-sweep/invocations`, { method: 'POST', body: '{}' });
+  const r = await fetch(`${stack.lambdaEndpoint}/2015-03-31/functions/session-lineage-local-sweep/invocations`, {
+    method: 'POST',
+    body: '{}',
+  });
   console.log('sweep:', r.status, (await r.text()).slice(0, 500));
 }
 const dump = await dumpTenant(stack.dynamodbEndpoint, stack.tableName, tenant);
@@ -43,7 +46,10 @@ console.log(
       orphanCount: rep.orphanItems.length,
       notes: rep.notes.slice(0, 20),
       leaseKeys: leases,
-      otherItems: dump.other.map((o) => `${String(o.pk)} ${String(o.sk)}`).filter((s) => !s.includes('#IDEM#') && !s.includes(' IDEM#')).slice(0, 20),
+      otherItems: dump.other
+        .map((o) => `${String(o.pk)} ${String(o.sk)}`)
+        .filter((s) => !s.includes('#IDEM#') && !s.includes(' IDEM#'))
+        .slice(0, 20),
       unackedButStored: [...unacked].slice(0, 20),
       unackedButStoredCount: unacked.size,
       unackedAnswers: (log.failedAppends ?? [])

@@ -9,7 +9,11 @@ const size = Number(process.env.BYTES ?? 270_000);
 const items = [
   { role: 'user', content: 'HUMAN' },
   ...Array.from({ length: 4 }, (_, i) => [
-    { role: 'assistant', content: null, tool_calls: [{ id: `c${i}`, type: 'function', function: { name: 'upload', arguments: b64(size) } }] },
+    {
+      role: 'assistant',
+      content: null,
+      tool_calls: [{ id: `c${i}`, type: 'function', function: { name: 'upload', arguments: b64(size) } }],
+    },
     { role: 'tool', tool_call_id: `c${i}`, content: b64(size) },
   ]).flat(),
   { role: 'assistant', content: 'done' },

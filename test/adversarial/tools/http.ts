@@ -36,21 +36,24 @@ export function raw(base: string, opts: RawOptions): Promise<Reply> {
     const body = opts.body === undefined ? undefined : Buffer.isBuffer(opts.body) ? opts.body : Buffer.from(opts.body, 'utf8');
     const headers: Record<string, string> = { ...(opts.headers ?? {}) };
     if (body && !Object.keys(headers).some((h) => h.toLowerCase() === 'content-length')) headers['content-length'] = String(body.length);
-    const req = httpRequest({ host, port, method: opts.method ?? 'GET', path: opts.path, headers, timeout: opts.timeoutMs ?? 60_000 }, (res) => {
-      const chunks: Buffer[] = [];
-      res.on('data', (c: Buffer) => chunks.push(c));
-      res.on('end', () => {
-        const text = Buffer.concat(chunks).toString('utf8');
-        let json: any;
-        try {
-          json = text ? JSON.parse(text) : undefined;
-        } catch {
-          json = undefined;
-        }
-        resolve({ status: res.statusCode ?? 0, headers: res.headers, text, json, ms: Date.now() - started });
-      });
-      res.on('error', (e) => resolve({ status: 0, headers: {}, text: '', json: undefined, ms: Date.now() - started, error: String(e) }));
-    });
+    const req = httpRequest(
+      { host, port, method: opts.method ?? 'GET', path: opts.path, headers, timeout: opts.timeoutMs ?? 60_000 },
+      (res) => {
+        const chunks: Buffer[] = [];
+        res.on('data', (c: Buffer) => chunks.push(c));
+        res.on('end', () => {
+          const text = Buffer.concat(chunks).toString('utf8');
+          let json: any;
+          try {
+            json = text ? JSON.parse(text) : undefined;
+          } catch {
+            json = undefined;
+          }
+          resolve({ status: res.statusCode ?? 0, headers: res.headers, text, json, ms: Date.now() - started });
+        });
+        res.on('error', (e) => resolve({ status: 0, headers: {}, text: '', json: undefined, ms: Date.now() - started, error: String(e) }));
+      },
+    );
     req.on('timeout', () => req.destroy(new Error('client timeout')));
     req.on('error', (e) => resolve({ status: 0, headers: {}, text: '', json: undefined, ms: Date.now() - started, error: String(e) }));
     if (body) req.write(body);

@@ -48,7 +48,12 @@ export async function dumpTenant(endpoint: string, table: string, tenant: string
   let start: Record<string, unknown> | undefined;
   do {
     const out = await doc.send(
-      new ScanCommand({ TableName: table, FilterExpression: 'begins_with(pk, :p)', ExpressionAttributeValues: { ':p': prefix }, ExclusiveStartKey: start }),
+      new ScanCommand({
+        TableName: table,
+        FilterExpression: 'begins_with(pk, :p)',
+        ExpressionAttributeValues: { ':p': prefix },
+        ExclusiveStartKey: start,
+      }),
     );
     for (const it of out.Items ?? []) {
       if (it.sk === 'META') metas.set(it.sessionId as string, it as Meta);
@@ -91,14 +96,25 @@ const sidOfPk = (pk: string) => /#S#(.+)$/.exec(pk)?.[1] ?? pk;
  * popped: markers a pop returned; deleted: sessions we deleted (their lineage is exempt from loss checks).
  */
 export function check(dump: TableDump, acked: Acked[], popped: Set<string>, deleted: Set<string>, now = Date.now()): Report {
-  const r: Report = { sessions: dump.metas.size, forks: [], lost: [], holes: [], duplicates: [], leftoverAttempts: [], orphanItems: [], notes: [] };
+  const r: Report = {
+    sessions: dump.metas.size,
+    forks: [],
+    lost: [],
+    holes: [],
+    duplicates: [],
+    leftoverAttempts: [],
+    orphanItems: [],
+    notes: [],
+  };
   // I1: a parent with more than one child.
   const children = new Map<string, string[]>();
-  for (const m of dump.metas.values()) if (m.parentSessionId) children.set(m.parentSessionId, [...(children.get(m.parentSessionId) ?? []), m.sessionId]);
+  for (const m of dump.metas.values())
+    if (m.parentSessionId) children.set(m.parentSessionId, [...(children.get(m.parentSessionId) ?? []), m.sessionId]);
   for (const [p, cs] of children) {
     if (cs.length > 1) r.forks.push(`${p} -> ${cs.join(',')}`);
     const pm = dump.metas.get(p);
-    if (pm && cs.length === 1 && pm.childSessionId !== cs[0]) r.forks.push(`${p} names child ${pm.childSessionId} but ${cs[0]} says it is the child`);
+    if (pm && cs.length === 1 && pm.childSessionId !== cs[0])
+      r.forks.push(`${p} names child ${pm.childSessionId} but ${cs[0]} says it is the child`);
   }
   // Group items per session and generation.
   const gens = new Map<string, Map<number, Msg[]>>();
@@ -177,13 +193,18 @@ export function check(dump: TableDump, acked: Acked[], popped: Set<string>, dele
     }
     if (own && !m.deletedAt) {
       // In place: generations that were active at some point are the archived ones (expiresAt set) and the active one.
-      const order = [...own.keys()].sort((a, b) => a - b).filter((gen) => gen === (m.generation ?? 0) || gen === 0 || own.get(gen)!.some((x) => x.expiresAt));
-      for (let i = 1; i < order.length; i++) transitions.push([`${m.sessionId} gen ${order[i - 1]} -> ${order[i]}`, own.get(order[i - 1]!)!, own.get(order[i]!)!]);
+      const order = [...own.keys()]
+        .sort((a, b) => a - b)
+        .filter((gen) => gen === (m.generation ?? 0) || gen === 0 || own.get(gen)!.some((x) => x.expiresAt));
+      for (let i = 1; i < order.length; i++)
+        transitions.push([`${m.sessionId} gen ${order[i - 1]} -> ${order[i]}`, own.get(order[i - 1]!)!, own.get(order[i]!)!]);
     }
   }
   for (const [name, old, next] of transitions) {
     const nextMarkers = new Set(next.map((x) => markerOf(x.body)).filter(Boolean));
-    const oldMarkers = old.map((x) => ({ mk: markerOf(x.body), user: /"role":"user"/.test(x.body) })).filter((x) => x.mk && !x.user && !popped.has(x.mk));
+    const oldMarkers = old
+      .map((x) => ({ mk: markerOf(x.body), user: /"role":"user"/.test(x.body) }))
+      .filter((x) => x.mk && !x.user && !popped.has(x.mk));
     const firstCarried = oldMarkers.findIndex((x) => nextMarkers.has(x.mk));
     if (firstCarried < 0) {
       if (oldMarkers.length > 0) r.holes.push(`${name}: none of ${oldMarkers.length} items carried (last ${oldMarkers.at(-1)!.mk})`);
@@ -191,12 +212,14 @@ export function check(dump: TableDump, acked: Acked[], popped: Set<string>, dele
     }
     for (let i = firstCarried; i < oldMarkers.length; i++) {
       const mk = oldMarkers[i]!.mk!;
-      if (!nextMarkers.has(mk)) r.holes.push(`${name}: ${mk} (index ${i} of ${oldMarkers.length}, carried from ${firstCarried}) not carried`);
+      if (!nextMarkers.has(mk))
+        r.holes.push(`${name}: ${mk} (index ${i} of ${oldMarkers.length}, carried from ${firstCarried}) not carried`);
     }
   }
   // Leftover attempts / seals (after a quiet period longer than the lease TTL).
   for (const m of dump.metas.values()) {
-    if (m.attempt && (m.leaseExpiresAt ?? 0) < now) r.leftoverAttempts.push(`${m.sessionId} attempt ${m.attempt.attemptId} (${m.attempt.holder}) expired ${m.leaseExpiresAt}`);
+    if (m.attempt && (m.leaseExpiresAt ?? 0) < now)
+      r.leftoverAttempts.push(`${m.sessionId} attempt ${m.attempt.attemptId} (${m.attempt.holder}) expired ${m.leaseExpiresAt}`);
   }
   return r;
 }

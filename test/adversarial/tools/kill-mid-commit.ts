@@ -9,7 +9,10 @@ const r = await api.create({});
 const id = r.json.session.sessionId as string;
 await api.append(id, [{ role: 'user', content: 'HUMAN start' }]);
 for (let i = 0; i < 900; i += 98) {
-  await api.append(id, Array.from({ length: Math.min(98, 900 - i) }, (_, k) => ({ role: 'assistant', content: `M:big:${i + k}` })));
+  await api.append(
+    id,
+    Array.from({ length: Math.min(98, 900 - i) }, (_, k) => ({ role: 'assistant', content: `M:big:${i + k}` })),
+  );
 }
 const pending = api.compress(id, { mode: process.env.MODE ?? 'rotate', keepLast: 800 });
 await new Promise((res) => setTimeout(res, Number(process.env.DELAY ?? 350)));

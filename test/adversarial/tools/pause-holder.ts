@@ -8,9 +8,13 @@ const a = new Api(process.env.A!, process.env.KEY!);
 const b = new Api(process.env.B!, process.env.KEY!);
 const id = (await a.create({})).json.session.sessionId as string;
 await a.append(id, [{ role: 'user', content: 'HUMAN start' }]);
-for (let i = 0; i < 900; i += 98) await a.append(id, Array.from({ length: Math.min(98, 900 - i) }, (_, k) => ({ role: 'assistant', content: `M:pause:${i + k}` })));
+for (let i = 0; i < 900; i += 98)
+  await a.append(
+    id,
+    Array.from({ length: Math.min(98, 900 - i) }, (_, k) => ({ role: 'assistant', content: `M:pause:${i + k}` })),
+  );
 const pid = Number(process.env.A_PID);
-const slow = a.compress(id, { mode: process.env.MODE ?? 'rotate', keepLast: 800 }, );
+const slow = a.compress(id, { mode: process.env.MODE ?? 'rotate', keepLast: 800 });
 await new Promise((r) => setTimeout(r, Number(process.env.DELAY ?? 200)));
 process.kill(pid, 'SIGSTOP');
 console.log(new Date().toISOString(), 'A stopped');
@@ -21,8 +25,21 @@ console.log('B append', appended.status, 'B compress', other.status, other.json?
 process.kill(pid, 'SIGCONT');
 console.log(new Date().toISOString(), 'A resumed');
 const late = await slow;
-console.log('A compress', late.status, late.json?.outcome, late.json?.reason ?? '', late.json?.sessionId, late.error ?? '', late.text.slice(0, 200));
+console.log(
+  'A compress',
+  late.status,
+  late.json?.outcome,
+  late.json?.reason ?? '',
+  late.json?.sessionId,
+  late.error ?? '',
+  late.text.slice(0, 200),
+);
 await new Promise((r) => setTimeout(r, 3000));
 const lin = await b.lineage(id);
-console.log('lineage', lin.json?.chain?.map((s: { sessionId: string }) => s.sessionId), 'tip', lin.json?.tip);
+console.log(
+  'lineage',
+  lin.json?.chain?.map((s: { sessionId: string }) => s.sessionId),
+  'tip',
+  lin.json?.tip,
+);
 console.log(JSON.stringify({ parent: id }));

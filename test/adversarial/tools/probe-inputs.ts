@@ -19,7 +19,10 @@ function show(name: string, r: Reply, expect?: (r: Reply) => string | undefined)
   if (bad) flagged.push(line);
 }
 
-const status = (...allowed: number[]) => (r: Reply) => (allowed.includes(r.status) ? undefined : `expected ${allowed.join('/')}`);
+const status =
+  (...allowed: number[]) =>
+  (r: Reply) =>
+    allowed.includes(r.status) ? undefined : `expected ${allowed.join('/')}`;
 
 async function fresh(format: 'chat' | 'responses' = 'chat'): Promise<string> {
   const r = await api.create({ format });
@@ -47,7 +50,12 @@ async function roundTrip(name: string, format: 'chat' | 'responses', item: unkno
   }
 }
 
-async function rawAppend(name: string, body: string | Buffer, headers: Record<string, string> = {}, expect?: (r: Reply) => string | undefined) {
+async function rawAppend(
+  name: string,
+  body: string | Buffer,
+  headers: Record<string, string> = {},
+  expect?: (r: Reply) => string | undefined,
+) {
   const id = await fresh();
   const r = await raw(base, {
     method: 'POST',
@@ -62,15 +70,30 @@ async function rawAppend(name: string, body: string | Buffer, headers: Record<st
 async function main() {
   // ---- agent-shaped valid items (must round-trip) ----
   const chatValid: [string, unknown][] = [
-    ['tool_calls content null', { role: 'assistant', content: null, tool_calls: [{ id: 'c1', type: 'function', function: { name: 'f', arguments: '{"a":1}' } }] }],
-    ['content parts', { role: 'user', content: [{ type: 'text', text: 'hi' }, { type: 'image_url', image_url: { url: 'data:x' } }] }],
+    [
+      'tool_calls content null',
+      { role: 'assistant', content: null, tool_calls: [{ id: 'c1', type: 'function', function: { name: 'f', arguments: '{"a":1}' } }] },
+    ],
+    [
+      'content parts',
+      {
+        role: 'user',
+        content: [
+          { type: 'text', text: 'hi' },
+          { type: 'image_url', image_url: { url: 'data:x' } },
+        ],
+      },
+    ],
     ['unknown part type', { role: 'user', content: [{ type: 'future_part', blob: { a: [1, 2] } }] }],
     ['extra fields', { role: 'user', content: 'x', extra: { nested: [null, true, 1.5] }, 'a.b': 1, '': 'empty key' }],
     ['refusal', { role: 'assistant', refusal: 'no' }],
     ['__proto__ key', JSON.parse('{"role":"user","content":"x","__proto__":{"polluted":true}}')],
     ['constructor key', { role: 'user', content: 'x', constructor: { prototype: { y: 1 } } }],
     ['unicode edge', { role: 'user', content: '\u0000\u2028\u2029\uFEFF\u{1F600}\u{10FFFF}e\u0301' }],
-    ['custom tool type', { role: 'assistant', content: null, tool_calls: [{ id: 'c2', type: 'custom', custom: { name: 'x', input: 'y' } }] }],
+    [
+      'custom tool type',
+      { role: 'assistant', content: null, tool_calls: [{ id: 'c2', type: 'custom', custom: { name: 'x', input: 'y' } }] },
+    ],
     ['tool name with content parts', { role: 'tool', tool_call_id: 'c1', content: [{ type: 'text', text: 'r' }] }],
     ['-0 number', JSON.parse('{"role":"user","content":"x","n":-0}')],
     ['max safe ints', { role: 'user', content: 'x', n: [9007199254740991, -9007199254740991, 5e-324, 1.7976931348623157e308] }],
@@ -82,7 +105,10 @@ async function main() {
     ['message', { type: 'message', role: 'user', content: [{ type: 'input_text', text: 'hi' }] }],
     ['role-only message', { role: 'user', content: 'hi' }],
     ['function_call', { type: 'function_call', callId: 'k1', name: 'f', arguments: '{}', status: 'completed', id: 'fc_1' }],
-    ['function_call_result', { type: 'function_call_result', callId: 'k1', name: 'f', status: 'completed', output: { type: 'text', text: 'ok' } }],
+    [
+      'function_call_result',
+      { type: 'function_call_result', callId: 'k1', name: 'f', status: 'completed', output: { type: 'text', text: 'ok' } },
+    ],
     ['function_call_output', { type: 'function_call_output', call_id: 'k1', output: 'ok' }],
     ['reasoning', { type: 'reasoning', id: 'rs_1', summary: [{ type: 'summary_text', text: 's' }], encrypted_content: 'AAA' }],
     ['hosted_tool_call', { type: 'hosted_tool_call', name: 'web_search', arguments: '{}', status: 'completed', output: 'x' }],
@@ -109,7 +135,10 @@ async function main() {
     ['part type __proto__', { role: 'user', content: [{ type: '__proto__' }] }],
     ['tool_calls not array', { role: 'assistant', content: null, tool_calls: {} }],
     ['tool_call no id', { role: 'assistant', content: null, tool_calls: [{ type: 'function', function: { name: 'f', arguments: '{}' } }] }],
-    ['tool_call args object', { role: 'assistant', content: null, tool_calls: [{ id: 'a', type: 'function', function: { name: 'f', arguments: { a: 1 } } }] }],
+    [
+      'tool_call args object',
+      { role: 'assistant', content: null, tool_calls: [{ id: 'a', type: 'function', function: { name: 'f', arguments: { a: 1 } } }] },
+    ],
     ['tool_call null', { role: 'assistant', content: null, tool_calls: [null] }],
     ['tool no tool_call_id', { role: 'tool', content: 'x' }],
     ['tool_call_id number', { role: 'tool', tool_call_id: 5, content: 'x' }],
@@ -141,7 +170,16 @@ async function main() {
   for (const [n, it] of respBad) await roundTrip(n, 'responses', it);
 
   // ---- big / deep ----
-  await roundTrip('huge arguments 300KB', 'chat', { role: 'assistant', content: null, tool_calls: [{ id: 'h', type: 'function', function: { name: 'f', arguments: 'a'.repeat(300_000) } }] }, 200);
+  await roundTrip(
+    'huge arguments 300KB',
+    'chat',
+    {
+      role: 'assistant',
+      content: null,
+      tool_calls: [{ id: 'h', type: 'function', function: { name: 'f', arguments: 'a'.repeat(300_000) } }],
+    },
+    200,
+  );
   await roundTrip('item 390KB', 'chat', { role: 'user', content: 'b'.repeat(390_000) }, 413);
   await roundTrip('multibyte 200K x 3B', 'chat', { role: 'user', content: '\u20ac'.repeat(130_000) }, 413);
   let deep: any = 'x';
@@ -158,10 +196,29 @@ async function main() {
   await rawAppend('1MiB of [', '['.repeat(1_000_000), {}, status(400, 413));
 
   // ---- numbers ----
-  for (const lit of ['12345678901234567890', '1e400', '1e-400', '-1e400', '0.1', '1.0', '1E2', '1e+2', '100000000000000000000000', '0.30000000000000004', '2.5e-324', '4.9e-324', '1.00000000000000001']) {
+  for (const lit of [
+    '12345678901234567890',
+    '1e400',
+    '1e-400',
+    '-1e400',
+    '0.1',
+    '1.0',
+    '1E2',
+    '1e+2',
+    '100000000000000000000000',
+    '0.30000000000000004',
+    '2.5e-324',
+    '4.9e-324',
+    '1.00000000000000001',
+  ]) {
     await rawAppend(`number ${lit}`, `{"messages":[{"role":"user","content":"x","n":${lit}}]}`);
   }
-  await rawAppend('number as key-like string', '{"messages":[{"role":"user","content":"12345678901234567890","n":"1e400"}]}', {}, status(200));
+  await rawAppend(
+    'number as key-like string',
+    '{"messages":[{"role":"user","content":"12345678901234567890","n":"1e400"}]}',
+    {},
+    status(200),
+  );
   await rawAppend('number in expectedCount 0.0', '{"messages":[{"role":"user","content":"x"}],"expectedCount":0.0}', {}, status(200, 400));
   await rawAppend('expectedCount 1e0 on empty', '{"messages":[{"role":"user","content":"x"}],"expectedCount":1e0}', {}, status(409));
   await rawAppend('expectedCount -0', '{"messages":[{"role":"user","content":"x"}],"expectedCount":-0}', {}, status(200));
@@ -183,31 +240,76 @@ async function main() {
     console.log(`     lone surrogate read back: ${JSON.stringify(got)} (${back.text.slice(0, 120)})`);
     if (got !== 'a\ud800b') flagged.push('FLAG lone surrogate not read back verbatim');
   }
-  await rawAppend('lone low surrogate raw CESU bytes', Buffer.concat([Buffer.from('{"messages":[{"role":"user","content":"'), Buffer.from([0xed, 0xb0, 0x80]), Buffer.from('"}]}')]), {}, status(400));
-  await rawAppend('invalid utf8 0xff', Buffer.concat([Buffer.from('{"messages":[{"role":"user","content":"'), Buffer.from([0xff, 0xfe]), Buffer.from('"}]}')]), {}, status(400));
-  await rawAppend('overlong utf8', Buffer.concat([Buffer.from('{"messages":[{"role":"user","content":"'), Buffer.from([0xc0, 0xaf]), Buffer.from('"}]}')]), {}, status(400));
-  await rawAppend('truncated utf8 at end', Buffer.concat([Buffer.from('{"messages":[{"role":"user","content":"x"}]} '), Buffer.from([0xe2, 0x82])]), {}, status(400));
-  await rawAppend('BOM prefix', Buffer.concat([Buffer.from([0xef, 0xbb, 0xbf]), Buffer.from('{"messages":[{"role":"user","content":"x"}]}')]));
+  await rawAppend(
+    'lone low surrogate raw CESU bytes',
+    Buffer.concat([Buffer.from('{"messages":[{"role":"user","content":"'), Buffer.from([0xed, 0xb0, 0x80]), Buffer.from('"}]}')]),
+    {},
+    status(400),
+  );
+  await rawAppend(
+    'invalid utf8 0xff',
+    Buffer.concat([Buffer.from('{"messages":[{"role":"user","content":"'), Buffer.from([0xff, 0xfe]), Buffer.from('"}]}')]),
+    {},
+    status(400),
+  );
+  await rawAppend(
+    'overlong utf8',
+    Buffer.concat([Buffer.from('{"messages":[{"role":"user","content":"'), Buffer.from([0xc0, 0xaf]), Buffer.from('"}]}')]),
+    {},
+    status(400),
+  );
+  await rawAppend(
+    'truncated utf8 at end',
+    Buffer.concat([Buffer.from('{"messages":[{"role":"user","content":"x"}]} '), Buffer.from([0xe2, 0x82])]),
+    {},
+    status(400),
+  );
+  await rawAppend(
+    'BOM prefix',
+    Buffer.concat([Buffer.from([0xef, 0xbb, 0xbf]), Buffer.from('{"messages":[{"role":"user","content":"x"}]}')]),
+  );
   await rawAppend('NUL in body outside string', '{"messages":[{"role":"user","content":"x"}]}\u0000', {}, status(400));
   // create with lone surrogate in source and metadata
   {
-    const r = await raw(base, { method: 'POST', path: '/sessions', headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' }, body: '{"source":"s\\ud800","metadata":{"k\\udfff":"v\\ud800"}}' });
+    const r = await raw(base, {
+      method: 'POST',
+      path: '/sessions',
+      headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' },
+      body: '{"source":"s\\ud800","metadata":{"k\\udfff":"v\\ud800"}}',
+    });
     show('create lone surrogate source/metadata', r);
     if (r.status === 201) {
       const id = r.json.session.sessionId;
       const g = await api.get(id);
       console.log(`     source=${JSON.stringify(g.json?.session?.source)} metadata=${JSON.stringify(g.json?.session?.metadata)}`);
-      if (g.json?.session?.source !== 's\ud800') flagged.push(`FLAG source lone surrogate read back as ${JSON.stringify(g.json?.session?.source)}`);
+      if (g.json?.session?.source !== 's\ud800')
+        flagged.push(`FLAG source lone surrogate read back as ${JSON.stringify(g.json?.session?.source)}`);
     }
   }
 
   // ---- content-type / charset ----
-  for (const ct of ['application/json; charset=utf-8', 'application/json;charset="UTF-8"', 'APPLICATION/JSON', 'application/json; charset=latin1', 'text/plain', 'application/json-patch+json', 'application/jsonx', 'application/json; charset=utf-16', 'application/json, text/plain', 'application/json; charset=utf-8; charset=latin1']) {
+  for (const ct of [
+    'application/json; charset=utf-8',
+    'application/json;charset="UTF-8"',
+    'APPLICATION/JSON',
+    'application/json; charset=latin1',
+    'text/plain',
+    'application/json-patch+json',
+    'application/jsonx',
+    'application/json; charset=utf-16',
+    'application/json, text/plain',
+    'application/json; charset=utf-8; charset=latin1',
+  ]) {
     await rawAppend(`content-type ${ct}`, '{"messages":[{"role":"user","content":"x"}]}', { 'content-type': ct });
   }
   {
     const id = await fresh();
-    const r = await raw(base, { method: 'POST', path: `/sessions/${id}/messages`, headers: { authorization: `Bearer ${key}` }, body: '{"messages":[{"role":"user","content":"x"}]}' });
+    const r = await raw(base, {
+      method: 'POST',
+      path: `/sessions/${id}/messages`,
+      headers: { authorization: `Bearer ${key}` },
+      body: '{"messages":[{"role":"user","content":"x"}]}',
+    });
     show('no content-type', r, status(415));
   }
 
@@ -217,24 +319,47 @@ async function main() {
     const h = { authorization: `Bearer ${key}`, 'content-type': 'application/json', 'idempotency-key': k };
     let r: Reply;
     try {
-      r = await raw(base, { method: 'POST', path: `/sessions/${id}/messages`, headers: h, body: '{"messages":[{"role":"user","content":"x"}]}' });
+      r = await raw(base, {
+        method: 'POST',
+        path: `/sessions/${id}/messages`,
+        headers: h,
+        body: '{"messages":[{"role":"user","content":"x"}]}',
+      });
     } catch (e) {
       console.log(`     idempotency key ${JSON.stringify(k.slice(0, 20))}: client refused (${String(e)})`);
       continue;
     }
     show(`idempotency key ${JSON.stringify(k.slice(0, 20))}(${k.length})`, r);
     if (r.status === 200) {
-      const r2 = await raw(base, { method: 'POST', path: `/sessions/${id}/messages`, headers: h, body: '{"messages":[{"role":"user","content":"x"}]}' });
+      const r2 = await raw(base, {
+        method: 'POST',
+        path: `/sessions/${id}/messages`,
+        headers: h,
+        body: '{"messages":[{"role":"user","content":"x"}]}',
+      });
       const cnt = (await api.get(id)).json?.session?.messageCount;
-      if (cnt !== 1) flagged.push(`FLAG idempotency key ${JSON.stringify(k)} replay appended twice (count ${cnt}, second ${r2.status} replayed=${r2.headers['idempotent-replayed']})`);
+      if (cnt !== 1)
+        flagged.push(
+          `FLAG idempotency key ${JSON.stringify(k)} replay appended twice (count ${cnt}, second ${r2.status} replayed=${r2.headers['idempotent-replayed']})`,
+        );
     }
   }
   // Same key, whitespace-different body
   {
     const id = await fresh();
     const h = { authorization: `Bearer ${key}`, 'content-type': 'application/json', 'idempotency-key': 'ws' };
-    const a = await raw(base, { method: 'POST', path: `/sessions/${id}/messages`, headers: h, body: '{"messages":[{"role":"user","content":"x"}]}' });
-    const b = await raw(base, { method: 'POST', path: `/sessions/${id}/messages`, headers: h, body: '{ "messages": [ {"role":"user","content":"x"} ] }' });
+    const a = await raw(base, {
+      method: 'POST',
+      path: `/sessions/${id}/messages`,
+      headers: h,
+      body: '{"messages":[{"role":"user","content":"x"}]}',
+    });
+    const b = await raw(base, {
+      method: 'POST',
+      path: `/sessions/${id}/messages`,
+      headers: h,
+      body: '{ "messages": [ {"role":"user","content":"x"} ] }',
+    });
     console.log(`     same key, reformatted body: ${a.status} then ${b.status} ${b.json?.error?.code ?? ''}`);
   }
   // same key two sessions
@@ -254,7 +379,9 @@ async function main() {
     const a = await api.create({ source: 'a' }, h);
     const b = await api.create({ source: 'a' }, h);
     const c = await api.create({ source: 'b' }, h);
-    show('create replay', b, (r) => (r.json?.session?.sessionId === a.json?.session?.sessionId ? undefined : 'different session on replay'));
+    show('create replay', b, (r) =>
+      r.json?.session?.sessionId === a.json?.session?.sessionId ? undefined : 'different session on replay',
+    );
     show('create key reused', c, status(422));
   }
 
@@ -262,17 +389,45 @@ async function main() {
   {
     const id = await fresh();
     const body = '{"messages":[{"role":"user","content":"x"}]}';
-    const r1 = await raw(base, { method: 'POST', path: `/sessions/${id}/messages`, headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json', 'content-length': String(body.length - 5) }, body, timeoutMs: 10_000 });
+    const r1 = await raw(base, {
+      method: 'POST',
+      path: `/sessions/${id}/messages`,
+      headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json', 'content-length': String(body.length - 5) },
+      body,
+      timeoutMs: 10_000,
+    });
     show('content-length short', r1);
-    const r2 = await raw(base, { method: 'POST', path: `/sessions/${id}/messages`, headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json', 'content-length': '99999999' }, body, timeoutMs: 10_000 });
+    const r2 = await raw(base, {
+      method: 'POST',
+      path: `/sessions/${id}/messages`,
+      headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json', 'content-length': '99999999' },
+      body,
+      timeoutMs: 10_000,
+    });
     show('content-length huge', r2);
-    const r3 = await raw(base, { method: 'POST', path: `/sessions/${id}/messages`, headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json', 'transfer-encoding': 'chunked' }, body: `${body.length.toString(16)}\r\n${body}\r\n0\r\n\r\n`, timeoutMs: 10_000 });
+    const r3 = await raw(base, {
+      method: 'POST',
+      path: `/sessions/${id}/messages`,
+      headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json', 'transfer-encoding': 'chunked' },
+      body: `${body.length.toString(16)}\r\n${body}\r\n0\r\n\r\n`,
+      timeoutMs: 10_000,
+    });
     show('chunked', r3);
   }
   // body > 1 MiB
   await rawAppend('body 1.2MiB', JSON.stringify({ messages: [{ role: 'user', content: 'z'.repeat(1_250_000) }] }), {}, status(413));
-  await rawAppend('99 items', JSON.stringify({ messages: Array.from({ length: 99 }, () => ({ role: 'user', content: 'x' })) }), {}, status(400));
-  await rawAppend('98 items of 10KB', JSON.stringify({ messages: Array.from({ length: 98 }, () => ({ role: 'user', content: 'x'.repeat(10_000) })) }), {}, status(200, 413));
+  await rawAppend(
+    '99 items',
+    JSON.stringify({ messages: Array.from({ length: 99 }, () => ({ role: 'user', content: 'x' })) }),
+    {},
+    status(400),
+  );
+  await rawAppend(
+    '98 items of 10KB',
+    JSON.stringify({ messages: Array.from({ length: 98 }, () => ({ role: 'user', content: 'x'.repeat(10_000) })) }),
+    {},
+    status(200, 413),
+  );
   await rawAppend('empty messages', '{"messages":[]}', {}, status(400));
   await rawAppend('body null', 'null', {}, status(400));
   await rawAppend('body false', 'false', {}, status(400));
@@ -283,8 +438,36 @@ async function main() {
 
   // ---- query strings ----
   const pid = await fresh();
-  await api.append(pid, Array.from({ length: 5 }, (_, i) => ({ role: 'user', content: `m${i}` })));
-  for (const q of ['limit=0', 'limit=1001', 'limit=-1', 'limit=1.5', 'limit=abc', 'limit=', 'limit=1&limit=2', 'tail=0', 'tail=3', 'tail=3&limit=2', 'tail=3&cursor=x', 'cursor=', 'cursor=%00', 'cursor=' + 'A'.repeat(201), 'foo=bar', 'limit=00001', 'limit=1e2', 'tail=9999999', 'limit=%31', 'limit=2&cursor=eyJ2IjoxfQ', '__proto__=1', 'constructor=1', 'limit=+1', 'limit=%201']) {
+  await api.append(
+    pid,
+    Array.from({ length: 5 }, (_, i) => ({ role: 'user', content: `m${i}` })),
+  );
+  for (const q of [
+    'limit=0',
+    'limit=1001',
+    'limit=-1',
+    'limit=1.5',
+    'limit=abc',
+    'limit=',
+    'limit=1&limit=2',
+    'tail=0',
+    'tail=3',
+    'tail=3&limit=2',
+    'tail=3&cursor=x',
+    'cursor=',
+    'cursor=%00',
+    'cursor=' + 'A'.repeat(201),
+    'foo=bar',
+    'limit=00001',
+    'limit=1e2',
+    'tail=9999999',
+    'limit=%31',
+    'limit=2&cursor=eyJ2IjoxfQ',
+    '__proto__=1',
+    'constructor=1',
+    'limit=+1',
+    'limit=%201',
+  ]) {
     const r = await api.call('GET', `/sessions/${pid}/messages?${q}`);
     show(`query ${q.slice(0, 40)}`, r);
   }
@@ -309,7 +492,11 @@ async function main() {
     let c2 = c;
     if (n === 'cursor of other session') {
       const other = await fresh();
-      await api.append(other, [{ role: 'user', content: '1' }, { role: 'user', content: '2' }, { role: 'user', content: '3' }]);
+      await api.append(other, [
+        { role: 'user', content: '1' },
+        { role: 'user', content: '2' },
+        { role: 'user', content: '3' },
+      ]);
       c2 = (await api.page(other, 'limit=1')).json.nextCursor;
     }
     const r = await api.call('GET', `/sessions/${pid}/messages?cursor=${encodeURIComponent(c2)}`);
@@ -344,14 +531,40 @@ async function main() {
   }
 
   // ---- auth ----
-  for (const h of ['', 'Bearer', 'Bearer ', `bearer ${key}`, `Bearer  ${key}  `, `Basic ${key}`, `Bearer ${key}x`, `Bearer ${key} extra`, `Bearer ${'x'.repeat(10000)}`]) {
+  for (const h of [
+    '',
+    'Bearer',
+    'Bearer ',
+    `bearer ${key}`,
+    `Bearer  ${key}  `,
+    `Basic ${key}`,
+    `Bearer ${key}x`,
+    `Bearer ${key} extra`,
+    `Bearer ${'x'.repeat(10000)}`,
+  ]) {
     const r = await raw(base, { method: 'GET', path: `/sessions/${pid}`, headers: { authorization: h } });
     show(`auth ${JSON.stringify(h.slice(0, 30))}`, r);
   }
 
   // ---- compress body ----
-  for (const b of ['{"mode":"fork"}', '{"origin":"Review"}', '{"keepLast":-1}', '{"keepLast":1001}', '{"keepLast":1.5}', '{"keepLast":"3"}', '{"extra":1}', 'null', '[]', '{"mode":null}']) {
-    const r = await raw(base, { method: 'POST', path: `/sessions/${pid}/compress`, headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' }, body: b });
+  for (const b of [
+    '{"mode":"fork"}',
+    '{"origin":"Review"}',
+    '{"keepLast":-1}',
+    '{"keepLast":1001}',
+    '{"keepLast":1.5}',
+    '{"keepLast":"3"}',
+    '{"extra":1}',
+    'null',
+    '[]',
+    '{"mode":null}',
+  ]) {
+    const r = await raw(base, {
+      method: 'POST',
+      path: `/sessions/${pid}/compress`,
+      headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' },
+      body: b,
+    });
     show(`compress ${b}`, r, status(400));
   }
   {
@@ -380,12 +593,18 @@ async function main() {
     ['format null', '{"format":null}'],
     ['unknown field', '{"sessionId":"mine"}'],
   ] as [string, string][]) {
-    const r = await raw(base, { method: 'POST', path: '/sessions', headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' }, body });
+    const r = await raw(base, {
+      method: 'POST',
+      path: '/sessions',
+      headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' },
+      body,
+    });
     show(`create ${n}`, r);
     if (r.status === 201 && n === 'metadata __proto__') {
       const g = await api.get(r.json.session.sessionId);
       console.log(`     metadata back: ${g.text.slice(0, 300)}`);
-      if (JSON.stringify(g.json?.session?.metadata) !== '{"__proto__":{"x":1}}') flagged.push(`FLAG metadata __proto__ read back as ${JSON.stringify(g.json?.session?.metadata)}`);
+      if (JSON.stringify(g.json?.session?.metadata) !== '{"__proto__":{"x":1}}')
+        flagged.push(`FLAG metadata __proto__ read back as ${JSON.stringify(g.json?.session?.metadata)}`);
     }
   }
 

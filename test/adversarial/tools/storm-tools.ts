@@ -23,7 +23,11 @@ type Fmt = 'chat' | 'responses';
 function call(fmt: Fmt, id: string) {
   return fmt === 'responses'
     ? { type: 'function_call', callId: id, name: 'lookup', arguments: JSON.stringify({ q: id, pad: 'p'.repeat(50) }), status: 'completed' }
-    : { role: 'assistant', content: null, tool_calls: [{ id, type: 'function', function: { name: 'lookup', arguments: JSON.stringify({ q: id }) } }] };
+    : {
+        role: 'assistant',
+        content: null,
+        tool_calls: [{ id, type: 'function', function: { name: 'lookup', arguments: JSON.stringify({ q: id }) } }],
+      };
 }
 function result(fmt: Fmt, id: string) {
   return fmt === 'responses'
@@ -54,7 +58,12 @@ async function worker(fmt: Fmt, tip: { id: string }) {
       await sleep(Math.random() * 150);
       await send([result(fmt, id)]);
     }
-    if (Math.random() < 0.3) await send([fmt === 'responses' ? { type: 'message', role: 'assistant', content: [{ type: 'output_text', text: 'thinking' }] } : { role: 'assistant', content: 'thinking' }]);
+    if (Math.random() < 0.3)
+      await send([
+        fmt === 'responses'
+          ? { type: 'message', role: 'assistant', content: [{ type: 'output_text', text: 'thinking' }] }
+          : { role: 'assistant', content: 'thinking' },
+      ]);
   }
 }
 
@@ -73,7 +82,9 @@ async function compactor(tip: { id: string }) {
 const work: Promise<void>[] = [];
 for (const fmt of ['responses', 'chat', 'responses'] as Fmt[]) {
   const id = (await api.create({ format: fmt })).json.session.sessionId as string;
-  await api.append(id, [fmt === 'responses' ? { type: 'message', role: 'user', content: 'HUMAN start' } : { role: 'user', content: 'HUMAN start' }]);
+  await api.append(id, [
+    fmt === 'responses' ? { type: 'message', role: 'user', content: 'HUMAN start' } : { role: 'user', content: 'HUMAN start' },
+  ]);
   const tip = { id };
   work.push(worker(fmt, tip), worker(fmt, tip), compactor(tip), compactor(tip));
 }
@@ -98,7 +109,12 @@ for (const [k, list] of gens) {
   const calls = new Set<string>();
   const answered = new Set<string>();
   for (const { item } of list) {
-    const callIds: string[] = item.type === 'function_call' ? [item.callId] : Array.isArray(item.tool_calls) ? item.tool_calls.map((c: { id: string }) => c.id) : [];
+    const callIds: string[] =
+      item.type === 'function_call'
+        ? [item.callId]
+        : Array.isArray(item.tool_calls)
+          ? item.tool_calls.map((c: { id: string }) => c.id)
+          : [];
     for (const c of callIds) calls.add(c);
     const res = item.type === 'function_call_result' ? item.callId : item.role === 'tool' ? item.tool_call_id : undefined;
     if (res !== undefined) {
@@ -113,9 +129,19 @@ for (const [k, list] of gens) {
       const meta = dump.metas.get(sid)!;
       const isLiveGen = !meta.endedAt && !meta.childSessionId && Number(k.split('#')[1]) === (meta.generation ?? 0);
       if (!isLiveGen) {
-        const elsewhere = [...gens.entries()].some(([k2, l2]) => k2 !== k && l2.some(({ item }) => (item.callId === c && item.type === 'function_call_result') || item.tool_call_id === c));
+        const elsewhere = [...gens.entries()].some(
+          ([k2, l2]) =>
+            k2 !== k && l2.some(({ item }) => (item.callId === c && item.type === 'function_call_result') || item.tool_call_id === c),
+        );
         // The result went to the child / next generation while the call stayed here: separated.
-        const answeredLater = [...gens.entries()].some(([k2, l2]) => k2 !== k && l2.some(({ item }) => (item.callId === c && item.type === 'function_call') || item.tool_calls?.some?.((t: { id: string }) => t.id === c)));
+        const answeredLater = [...gens.entries()].some(
+          ([k2, l2]) =>
+            k2 !== k &&
+            l2.some(
+              ({ item }) =>
+                (item.callId === c && item.type === 'function_call') || item.tool_calls?.some?.((t: { id: string }) => t.id === c),
+            ),
+        );
         if (elsewhere && !answeredLater) problems.push(`${k}: call ${c} answered only in another transcript`);
       }
     }

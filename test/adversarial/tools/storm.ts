@@ -80,10 +80,15 @@ async function seed(): Promise<Chain> {
   count('create', r);
   const id = r.json.session.sessionId as string;
   const c = new Chain(id);
-  const first = [{ role: 'system', content: 'You are a storm.' }, { role: 'user', content: 'HUMAN: please work' }, ...Array.from({ length: Math.min(seedItems, 96) }, () => item('seed'))];
+  const first = [
+    { role: 'system', content: 'You are a storm.' },
+    { role: 'user', content: 'HUMAN: please work' },
+    ...Array.from({ length: Math.min(seedItems, 96) }, () => item('seed')),
+  ];
   const a = await api.append(id, first);
   count('append', a);
-  if (a.status === 200) for (const m of first) if (m.content.startsWith('M:')) acked.push({ marker: m.content, sessionId: id, at: Date.now() });
+  if (a.status === 200)
+    for (const m of first) if (m.content.startsWith('M:')) acked.push({ marker: m.content, sessionId: id, at: Date.now() });
   for (let left = seedItems - 96; left > 0; left -= 98) {
     const more = Array.from({ length: Math.min(left, 98) }, () => item('seed'));
     const b = await api.append(id, more);
@@ -102,12 +107,21 @@ async function appender(c: Chain, w: string): Promise<void> {
     const extra = roll > 0.8 && lastCount !== undefined ? { expectedCount: lastCount } : {};
     const target = c.tip;
     const twin = roll < 0.2; // an identical idempotent request racing this one
-    const sends = twin ? [api.append(target, items, extra, headers), api.append(target, items, extra, headers)] : [api.append(target, items, extra, headers)];
+    const sends = twin
+      ? [api.append(target, items, extra, headers), api.append(target, items, extra, headers)]
+      : [api.append(target, items, extra, headers)];
     const replies = await Promise.all(sends);
     let ok = false;
     for (const r of replies) {
       count(twin ? 'append-twin' : 'append', r);
-      if (r.status !== 200) failedAppends.push({ markers: items.map((m) => m.content), status: r.status, code: r.json?.error?.code, idem: !!headers['idempotency-key'], ms: r.ms });
+      if (r.status !== 200)
+        failedAppends.push({
+          markers: items.map((m) => m.content),
+          status: r.status,
+          code: r.json?.error?.code,
+          idem: !!headers['idempotency-key'],
+          ms: r.ms,
+        });
       if (r.status === 200) {
         ok = true;
         lastCount = r.json?.session?.messageCount;
@@ -124,10 +138,13 @@ async function appender(c: Chain, w: string): Promise<void> {
     if (twin && replies.every((r) => r.status === 200)) {
       const replayedCount = replies.filter((r) => r.headers['idempotent-replayed'] === 'true').length;
       if (replayedCount !== 1) anomalies.push(`twin idempotent appends: ${replayedCount} replayed (expected exactly 1) on ${target}`);
-      if (JSON.stringify(replies[0]!.json) !== JSON.stringify(replies[1]!.json)) anomalies.push(`twin idempotent appends answered differently on ${target}`);
+      if (JSON.stringify(replies[0]!.json) !== JSON.stringify(replies[1]!.json))
+        anomalies.push(`twin idempotent appends answered differently on ${target}`);
     }
     if (twin && replies.some((r) => r.status === 200) && replies.some((r) => r.status !== 200 && r.status !== 0)) {
-      anomalies.push(`twin idempotent appends disagree: ${replies.map((r) => `${r.status} ${r.json?.error?.code ?? ''}`).join(' / ')} on ${target}`);
+      anomalies.push(
+        `twin idempotent appends disagree: ${replies.map((r) => `${r.status} ${r.json?.error?.code ?? ''}`).join(' / ')} on ${target}`,
+      );
     }
     if (replies.some((r) => r.status === 0)) await sleep(250);
     if (ok) for (const m of items) acked.push({ marker: m.content, sessionId: target, at: Date.now() });
@@ -138,7 +155,10 @@ async function appender(c: Chain, w: string): Promise<void> {
 async function compressor(c: Chain): Promise<void> {
   while (Date.now() < deadline) {
     const target = c.tip;
-    const body: Record<string, unknown> = { mode: pick(['rotate', 'rotate', 'in_place']), origin: pick(['turn', 'manual', 'manual', 'review']) };
+    const body: Record<string, unknown> = {
+      mode: pick(['rotate', 'rotate', 'in_place']),
+      origin: pick(['turn', 'manual', 'manual', 'review']),
+    };
     if (Math.random() < 0.5) body.keepLast = pick(keepChoices);
     const r = await api.compress(target, body);
     count(`compress-${body.mode}-${body.origin}`, r);
@@ -217,7 +237,8 @@ async function tipChaser(c: Chain): Promise<void> {
         const chain = (lin.json.chain as { sessionId: string }[]).map((s) => s.sessionId);
         if (chain[0] !== c.root) anomalies.push(`liveSessionId ${live} is not in the root's chain (${chain[0]})`);
         const knownTip = c.order[knownBefore]!;
-        if (chain.indexOf(live) < chain.indexOf(knownTip)) anomalies.push(`root 409 named ${live}, older than the tip ${knownTip} we already knew`);
+        if (chain.indexOf(live) < chain.indexOf(knownTip))
+          anomalies.push(`root 409 named ${live}, older than the tip ${knownTip} we already knew`);
       }
       c.moveTo(live);
     }
@@ -231,7 +252,13 @@ async function deleter(c: Chain): Promise<void> {
   count('delete', r);
   if (r.status === 204) {
     deleted.push(target);
-    for (const op of [() => api.get(target), () => api.page(target), () => api.append(target, [item('after-delete')]), () => api.compress(target, { mode: 'rotate' }), () => api.pop(target)]) {
+    for (const op of [
+      () => api.get(target),
+      () => api.page(target),
+      () => api.append(target, [item('after-delete')]),
+      () => api.compress(target, { mode: 'rotate' }),
+      () => api.pop(target),
+    ]) {
       const x = await op();
       count('after-delete', x);
       if (x.status !== 404) anomalies.push(`after delete of ${target}: ${x.status} ${x.text.slice(0, 150)}`);
@@ -255,9 +282,35 @@ async function main() {
   for (const [p, cs] of byParent) if (cs.size > 1) anomalies.push(`I2: parent ${p} claimed rotated to ${[...cs].join(',')}`);
   const dupClaims = rotatedClaims.length - byParent.size;
   if (dupClaims > 0) anomalies.push(`I2: ${dupClaims} extra "compressed/rotate" answers for already-claimed parents`);
-  const result = { failedAppends, roots: chains.map((c) => c.root), tips: chains.map((c) => c.tip), acked, popped, deleted, bad5xx, transport, statusCounts, anomalies, rotatedClaims };
+  const result = {
+    failedAppends,
+    roots: chains.map((c) => c.root),
+    tips: chains.map((c) => c.tip),
+    acked,
+    popped,
+    deleted,
+    bad5xx,
+    transport,
+    statusCounts,
+    anomalies,
+    rotatedClaims,
+  };
   writeFileSync(out, JSON.stringify(result, null, 1));
-  console.log(JSON.stringify({ acked: acked.length, popped: popped.length, deleted, rotations: rotatedClaims.length, bad5xx: bad5xx.length, transport: transport.length, anomalies }, null, 1));
+  console.log(
+    JSON.stringify(
+      {
+        acked: acked.length,
+        popped: popped.length,
+        deleted,
+        rotations: rotatedClaims.length,
+        bad5xx: bad5xx.length,
+        transport: transport.length,
+        anomalies,
+      },
+      null,
+      1,
+    ),
+  );
   console.log(statusCounts);
 }
 

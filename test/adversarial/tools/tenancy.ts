@@ -5,11 +5,21 @@ const base = process.env.BASE ?? 'http://127.0.0.1:3100';
 const a = new Api(base, process.env.KEY_A!);
 const b = new Api(base, process.env.KEY_B!);
 const id = (await a.create({})).json.session.sessionId as string;
-await a.append(id, [{ role: 'user', content: 'secret' }, ...Array.from({ length: 30 }, (_, i) => ({ role: 'assistant', content: `M:t:${i}` }))]);
+await a.append(id, [
+  { role: 'user', content: 'secret' },
+  ...Array.from({ length: 30 }, (_, i) => ({ role: 'assistant', content: `M:t:${i}` })),
+]);
 const owner = a.compress(id, { mode: 'rotate', keepLast: 2 });
 const probes = await Promise.all([
-  b.get(id), b.page(id), b.page(id, 'tail=5'), b.lineage(id), b.append(id, [{ role: 'user', content: 'x' }]),
-  b.compress(id, { mode: 'rotate' }), b.compress(id, { mode: 'in_place', origin: 'review' }), b.pop(id), b.del(id),
+  b.get(id),
+  b.page(id),
+  b.page(id, 'tail=5'),
+  b.lineage(id),
+  b.append(id, [{ role: 'user', content: 'x' }]),
+  b.compress(id, { mode: 'rotate' }),
+  b.compress(id, { mode: 'in_place', origin: 'review' }),
+  b.pop(id),
+  b.del(id),
 ]);
 console.log('other tenant:', probes.map((r) => `${r.status}${r.json?.error?.code ? ` ${r.json.error.code}` : ''}`).join(', '));
 const o = await owner;

@@ -32,7 +32,12 @@ export function apiClient(baseUrl: string, defaultKey: string): Api {
     else if (opts.body !== undefined) body = JSON.stringify(opts.body);
     const contentType = opts.contentType === undefined ? (body !== undefined ? 'application/json' : null) : opts.contentType;
     if (contentType !== null) headers['content-type'] = contentType;
-    const res = await fetch(baseUrl + path, { method, headers, ...(body !== undefined ? { body } : {}), signal: AbortSignal.timeout(90_000) });
+    const res = await fetch(baseUrl + path, {
+      method,
+      headers,
+      ...(body !== undefined ? { body } : {}),
+      signal: AbortSignal.timeout(90_000),
+    });
     const text = await res.text();
     let parsed: unknown = text;
     try {

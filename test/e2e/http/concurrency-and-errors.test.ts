@@ -37,7 +37,9 @@ const expectError = (res: ApiResponse, status: number, code: string) => {
 describe('concurrent compaction over HTTP', () => {
   it('I1/I2/C1: 32 concurrent rotate requests give exactly one compressed, the rest skipped, one child; later appends land on the live session', async () => {
     const id = await sessionWithTurns(8);
-    const results = await Promise.all(Array.from({ length: 32 }, () => api('POST', `/sessions/${id}/compress`, { body: { mode: 'rotate', keepLast: 2 } })));
+    const results = await Promise.all(
+      Array.from({ length: 32 }, () => api('POST', `/sessions/${id}/compress`, { body: { mode: 'rotate', keepLast: 2 } })),
+    );
     const compressed = results.filter((r) => r.body.outcome === 'compressed');
     expect(compressed).toHaveLength(1);
     const childId: string = compressed[0]!.body.sessionId;
@@ -65,7 +67,13 @@ describe('concurrent compaction over HTTP', () => {
     const late = await api('POST', `/sessions/${id}/messages`, { body: { messages: [{ role: 'user', content: 'after the race' }] } });
     expect(late.status).toBe(409);
     expect(late.body.liveSessionId).toBe(childId);
-    expect((await api('POST', `/sessions/${late.body.liveSessionId}/messages`, { body: { messages: [{ role: 'user', content: 'after the race' }] } })).status).toBe(200);
+    expect(
+      (
+        await api('POST', `/sessions/${late.body.liveSessionId}/messages`, {
+          body: { messages: [{ role: 'user', content: 'after the race' }] },
+        })
+      ).status,
+    ).toBe(200);
     expect((await readAll(api, childId)).at(-1)).toEqual({ role: 'user', content: 'after the race' });
   });
 });
@@ -111,7 +119,14 @@ describe('errors say what was wrong', () => {
 
   it('F1: 400 for a schema violation names the field', async () => {
     const id = await sessionWithTurns(1);
-    const res = await api('POST', `/sessions/${id}/messages`, { body: { messages: [{ role: 'user', content: 'ok' }, { role: 'robot', content: 'x' }] } });
+    const res = await api('POST', `/sessions/${id}/messages`, {
+      body: {
+        messages: [
+          { role: 'user', content: 'ok' },
+          { role: 'robot', content: 'x' },
+        ],
+      },
+    });
     expectError(res, 400, 'invalid_request');
     expect(res.body.field).toBe('messages[1].role');
     expect(res.body.error.message).toContain('messages[1].role');
@@ -138,7 +153,7 @@ describe('errors say what was wrong', () => {
     expectError(basic, 401, 'unauthorized');
   });
 
-  it('F1/F2: 404 for an unknown session and for another tenant\'s session, indistinguishably', async () => {
+  it("F1/F2: 404 for an unknown session and for another tenant's session, indistinguishably", async () => {
     const id = await sessionWithTurns(1);
     const unknown = await api('GET', `/sessions/${randomUUID()}`);
     expectError(unknown, 404, 'not_found');
@@ -148,7 +163,7 @@ describe('errors say what was wrong', () => {
     expectError(await api('POST', `/sessions/${randomUUID()}/compress`, { body: { mode: 'rotate' } }), 404, 'not_found');
   });
 
-  it('F2: a second tenant can neither read, page, change, compact, pop nor delete the first tenant\'s session', async () => {
+  it("F2: a second tenant can neither read, page, change, compact, pop nor delete the first tenant's session", async () => {
     const id = await sessionWithTurns(4);
     const before = (await api('GET', `/sessions/${id}`)).body.session;
     const cursor = (await api('GET', `/sessions/${id}/messages?limit=2`)).body.nextCursor as string;
@@ -169,7 +184,11 @@ describe('errors say what was wrong', () => {
     const theirs = await createSession(other);
     for (const target of [id, theirs, randomUUID()]) {
       const res = await other('GET', `/sessions/${target}/messages?cursor=${cursor}`);
-      expect([res.status, res.body.field, res.body.error.message]).toEqual([400, 'cursor', 'cursor: cursor is not one this API issued for this session']);
+      expect([res.status, res.body.field, res.body.error.message]).toEqual([
+        400,
+        'cursor',
+        'cursor: cursor is not one this API issued for this session',
+      ]);
     }
   });
 
@@ -207,7 +226,8 @@ describe('errors say what was wrong', () => {
 });
 
 describe('metadata the store can hold exactly (issue 11 item 1)', () => {
-  const create = (rawMetadata: string) => api('POST', '/sessions', { rawBody: `{"metadata":${rawMetadata}}`, contentType: 'application/json' });
+  const create = (rawMetadata: string) =>
+    api('POST', '/sessions', { rawBody: `{"metadata":${rawMetadata}}`, contentType: 'application/json' });
 
   it('issue 11: numbers a double cannot carry exactly are refused with a 400 naming the field, never stored changed', async () => {
     for (const [raw, field] of [

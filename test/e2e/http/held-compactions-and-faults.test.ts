@@ -136,7 +136,10 @@ describe('the lease backend down (Redis nodes stopped)', () => {
     }
     // Once the nodes are back the service's clients rejoin them and the same request compacts.
     await expect
-      .poll(async () => (await api('POST', `/sessions/${id}/compress`, { body: { mode: 'rotate', keepLast: 2 } })).body.outcome, { timeout: 30_000, interval: 500 })
+      .poll(async () => (await api('POST', `/sessions/${id}/compress`, { body: { mode: 'rotate', keepLast: 2 } })).body.outcome, {
+        timeout: 30_000,
+        interval: 500,
+      })
       .toBe('compressed');
   });
 });

@@ -22,7 +22,8 @@ afterAll(async () => {
 });
 
 const replayed = (r: ApiResponse) => r.headers.get('idempotent-replayed') === 'true';
-const numbered = (tag: string, n: number, from = 0): Item[] => Array.from({ length: n }, (_, i) => ({ role: i % 2 ? 'assistant' : 'user', content: `${tag} #${from + i}` }));
+const numbered = (tag: string, n: number, from = 0): Item[] =>
+  Array.from({ length: n }, (_, i) => ({ role: i % 2 ? 'assistant' : 'user', content: `${tag} #${from + i}` }));
 
 describe('A3: Idempotency-Key', () => {
   it('A3: 20 identical appends racing with one key land once; every answer is the first response', async () => {
@@ -30,7 +31,9 @@ describe('A3: Idempotency-Key', () => {
     await appendAll(api, id, turns(0, 1));
     const body = { messages: numbered('once', 3) };
     const key = `turn-${randomUUID()}`;
-    const answers = await Promise.all(Array.from({ length: 20 }, () => api('POST', `/sessions/${id}/messages`, { body, headers: { 'idempotency-key': key } })));
+    const answers = await Promise.all(
+      Array.from({ length: 20 }, () => api('POST', `/sessions/${id}/messages`, { body, headers: { 'idempotency-key': key } })),
+    );
 
     const first = answers.filter((r) => !replayed(r));
     expect(first).toHaveLength(1);
@@ -64,7 +67,9 @@ describe('A3: Idempotency-Key', () => {
   it('A3: a retried POST /sessions with a key makes one session, also when the retries race', async () => {
     const key = `create-${randomUUID()}`;
     const body = { format: 'responses', source: 'retry-test' };
-    const answers = await Promise.all(Array.from({ length: 6 }, () => api('POST', '/sessions', { body, headers: { 'idempotency-key': key } })));
+    const answers = await Promise.all(
+      Array.from({ length: 6 }, () => api('POST', '/sessions', { body, headers: { 'idempotency-key': key } })),
+    );
     const ids = new Set(answers.map((r) => r.body.session.sessionId as string));
     expect(ids.size).toBe(1);
     expect(answers.filter((r) => !replayed(r))).toHaveLength(1);
@@ -78,7 +83,10 @@ describe('A3: Idempotency-Key', () => {
   it('A3: a malformed Idempotency-Key is a 400 naming the header, and nothing is written', async () => {
     const id = await createSession(api);
     for (const key of ['k'.repeat(256), 'caf\u00e9']) {
-      const res = await api('POST', `/sessions/${id}/messages`, { body: { messages: numbered('x', 1) }, headers: { 'idempotency-key': key } });
+      const res = await api('POST', `/sessions/${id}/messages`, {
+        body: { messages: numbered('x', 1) },
+        headers: { 'idempotency-key': key },
+      });
       expect([res.status, res.body.field]).toEqual([400, 'Idempotency-Key']);
     }
     expect(await readAll(api, id)).toEqual([]);
@@ -96,7 +104,9 @@ describe('A4: expectedCount', () => {
     expect(stale.body).toMatchObject({ error: { code: 'count_mismatch' }, messageCount: 5 });
 
     // Two clients that both saw 5 items: exactly one lands.
-    const racing = await Promise.all(['left', 'right'].map((tag) => api('POST', `/sessions/${id}/messages`, { body: { messages: numbered(tag, 2), expectedCount: 5 } })));
+    const racing = await Promise.all(
+      ['left', 'right'].map((tag) => api('POST', `/sessions/${id}/messages`, { body: { messages: numbered(tag, 2), expectedCount: 5 } })),
+    );
     expect(racing.map((r) => r.status).sort()).toEqual([200, 409]);
     const loser = racing.find((r) => r.status === 409)!;
     expect(loser.body.messageCount).toBe(7);

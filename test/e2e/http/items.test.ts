@@ -55,7 +55,8 @@ describe('A1: real agent transcripts round-trip deep-equal', () => {
       const first = await api('POST', `/sessions/${id}/messages`, { body: { messages: fixture.items.slice(0, half) } });
       expect(first.body).toMatchObject({ appended: half, session: { format: fixture.format, messageCount: half } });
       // The Agents SDK's addItems appends as the run goes: one item per request.
-      for (const item of fixture.items.slice(half)) expect((await api('POST', `/sessions/${id}/messages`, { body: { messages: [item] } })).status).toBe(200);
+      for (const item of fixture.items.slice(half))
+        expect((await api('POST', `/sessions/${id}/messages`, { body: { messages: [item] } })).status).toBe(200);
 
       expect(await readAll(api, id)).toEqual(fixture.items);
       const paged = await readPages(api, id, 2);
@@ -63,7 +64,10 @@ describe('A1: real agent transcripts round-trip deep-equal', () => {
       expect(paged.pages).toBe(Math.ceil(fixture.items.length / 2));
       const tail = await api('GET', `/sessions/${id}/messages?tail=3`);
       expect(tail.body.messages).toEqual(fixture.items.slice(-3));
-      expect((await api('GET', `/sessions/${id}`)).body.session).toMatchObject({ format: fixture.format, messageCount: fixture.items.length });
+      expect((await api('GET', `/sessions/${id}`)).body.session).toMatchObject({
+        format: fixture.format,
+        messageCount: fixture.items.length,
+      });
     });
   }
 
@@ -82,7 +86,12 @@ describe('A1: real agent transcripts round-trip deep-equal', () => {
   it('A1: the format is fixed per session: a responses item in a chat session is a 400, and nothing is written', async () => {
     const id = await createSession(api, { format: 'chat' });
     const res = await api('POST', `/sessions/${id}/messages`, {
-      body: { messages: [{ role: 'user', content: 'ok' }, { type: 'function_call', call_id: 'c1', name: 'f', arguments: '{}' }] },
+      body: {
+        messages: [
+          { role: 'user', content: 'ok' },
+          { type: 'function_call', call_id: 'c1', name: 'f', arguments: '{}' },
+        ],
+      },
     });
     expect(res.status).toBe(400);
     expect(res.body.field).toBe('messages[1].role');
@@ -92,14 +101,35 @@ describe('A1: real agent transcripts round-trip deep-equal', () => {
   it('A1/F1: a malformed item is a 400 naming its index and field, in both formats', async () => {
     const chat = await createSession(api, { format: 'chat' });
     const cases: [string, unknown[], string][] = [
-      [chat, [{ role: 'user', content: 'ok' }, { role: 'robot', content: 'x' }], 'messages[1].role'],
-      [chat, [{ role: 'user', content: 'ok' }, { role: 'assistant', content: null, tool_calls: [{ type: 'function', function: { name: 'f', arguments: '{}' } }] }], 'messages[1].tool_calls[0].id'],
+      [
+        chat,
+        [
+          { role: 'user', content: 'ok' },
+          { role: 'robot', content: 'x' },
+        ],
+        'messages[1].role',
+      ],
+      [
+        chat,
+        [
+          { role: 'user', content: 'ok' },
+          { role: 'assistant', content: null, tool_calls: [{ type: 'function', function: { name: 'f', arguments: '{}' } }] },
+        ],
+        'messages[1].tool_calls[0].id',
+      ],
       [chat, [{ role: 'tool', content: 'r' }], 'messages[0].tool_call_id'],
       [chat, [{ role: 'user', content: [{ type: 'image_url', image_url: {} }] }], 'messages[0].content[0].image_url.url'],
     ];
     const responses = await createSession(api, { format: 'responses' });
     cases.push(
-      [responses, [{ role: 'user', content: 'ok' }, { type: 'function_call', name: 'f', arguments: '{}' }], 'messages[1].call_id'],
+      [
+        responses,
+        [
+          { role: 'user', content: 'ok' },
+          { type: 'function_call', name: 'f', arguments: '{}' },
+        ],
+        'messages[1].call_id',
+      ],
       [responses, [{ type: 'function_call_output', call_id: 'c1' }], 'messages[0].output'],
       [responses, [{ id: 'x' }], 'messages[0].type'],
     );
@@ -153,7 +183,13 @@ describe('A2: compaction understands both formats', () => {
     const live = await readAll(api, res.body.sessionId);
     expect(dangling('responses', live)).toEqual({ unanswered: ['call_refund'], orphans: [] });
     expect(live.at(-1)).toEqual(agentsSdkPendingCall.at(-1));
-    const result = { type: 'function_call_result', callId: 'call_refund', name: 'issue_refund', status: 'completed', output: 'refund R-77 issued' };
+    const result = {
+      type: 'function_call_result',
+      callId: 'call_refund',
+      name: 'issue_refund',
+      status: 'completed',
+      output: 'refund R-77 issued',
+    };
     expect((await api('POST', `/sessions/${res.body.sessionId}/messages`, { body: { messages: [result] } })).status).toBe(200);
     expect(dangling('responses', await readAll(api, res.body.sessionId))).toEqual({ unanswered: [], orphans: [] });
   });

@@ -23,7 +23,15 @@ describe('HTTP lifecycle', () => {
     const created = await api('POST', '/sessions', { body: { source: 'e2e', metadata: { suite: 'lifecycle' } } });
     expect(created.status).toBe(201);
     const id: string = created.body.session.sessionId;
-    expect(created.body.session).toMatchObject({ format: 'chat', parentSessionId: null, childSessionId: null, endedAt: null, messageCount: 0, source: 'e2e', metadata: { suite: 'lifecycle' } });
+    expect(created.body.session).toMatchObject({
+      format: 'chat',
+      parentSessionId: null,
+      childSessionId: null,
+      endedAt: null,
+      messageCount: 0,
+      source: 'e2e',
+      metadata: { suite: 'lifecycle' },
+    });
 
     for (let i = 0; i < 6; i++) {
       const appended = await api('POST', `/sessions/${id}/messages`, { body: { messages: turns(i, 1) } });
@@ -44,7 +52,13 @@ describe('HTTP lifecycle', () => {
     expect(parent).toMatchObject({ childSessionId: childId, endReason: 'compression' });
     expect(parent.endedAt).toEqual(expect.any(String));
     const child = (await api('GET', `/sessions/${childId}`)).body.session;
-    expect(child).toMatchObject({ format: 'chat', parentSessionId: id, childSessionId: null, endedAt: null, metadata: { suite: 'lifecycle' } });
+    expect(child).toMatchObject({
+      format: 'chat',
+      parentSessionId: id,
+      childSessionId: null,
+      endedAt: null,
+      metadata: { suite: 'lifecycle' },
+    });
     // C10: the child's items are there as soon as the commit answered, and they are what it answered.
     expect(await readAll(api, childId)).toEqual(compressed.body.messages);
     expect(child.messageCount).toBe(compressed.body.messages.length);
@@ -60,7 +74,9 @@ describe('HTTP lifecycle', () => {
     expect(rejected.status).toBe(409);
     expect(rejected.body).toMatchObject({ error: { code: 'session_ended' }, liveSessionId: childId });
 
-    const onChild = await api('POST', `/sessions/${childId}/messages`, { body: { messages: [{ role: 'user', content: 'continuing on the child' }] } });
+    const onChild = await api('POST', `/sessions/${childId}/messages`, {
+      body: { messages: [{ role: 'user', content: 'continuing on the child' }] },
+    });
     expect(onChild.status).toBe(200);
     expect(onChild.body.session.messageCount).toBe(child.messageCount + 1);
     expect((await readAll(api, childId)).at(-1)).toEqual({ role: 'user', content: 'continuing on the child' });
@@ -74,7 +90,11 @@ describe('HTTP lifecycle', () => {
     expect(res.body).toMatchObject({ outcome: 'compressed', mode: 'in_place', sessionId: id, previousSessionId: id });
     expect(res.body.messages.length).toBeLessThan(12);
     expect(await readAll(api, id)).toEqual(res.body.messages);
-    expect((await api('GET', `/sessions/${id}`)).body.session).toMatchObject({ messageCount: res.body.messages.length, childSessionId: null, endedAt: null });
+    expect((await api('GET', `/sessions/${id}`)).body.session).toMatchObject({
+      messageCount: res.body.messages.length,
+      childSessionId: null,
+      endedAt: null,
+    });
   });
 
   it('C13: a compress request with origin review is refused by rule, without messages', async () => {
@@ -130,7 +150,7 @@ describe('HTTP lifecycle', () => {
     expect(await readAll(api, id)).toEqual(turns(0, 6));
   });
 
-  it('A6: a deleted session answers 404 on every route; its relatives\' lineage stays consistent', async () => {
+  it("A6: a deleted session answers 404 on every route; its relatives' lineage stays consistent", async () => {
     const root = await createSession(api);
     await appendAll(api, root, turns(0, 6));
     const mid = (await api('POST', `/sessions/${root}/compress`, { body: { mode: 'rotate', keepLast: 2 } })).body.sessionId;

@@ -9,7 +9,10 @@ export function turns(start: number, n: number): Item[] {
     const i = start + k;
     return [
       { role: 'user', content: `Question ${i}: how should the ${i}th widget be configured for the staging cluster?` },
-      { role: 'assistant', content: `Answer ${i}: set replicas to ${i}, enable the health probe, and pin the image digest. ${'Details follow. '.repeat(20)}` },
+      {
+        role: 'assistant',
+        content: `Answer ${i}: set replicas to ${i}, enable the health probe, and pin the image digest. ${'Details follow. '.repeat(20)}`,
+      },
     ];
   }).flat();
 }

@@ -55,7 +55,9 @@ describe('after-turn and sweep functions under serverless-offline', () => {
     expect(await idempotencyRecord(ddb, messageId, tableName)).toMatchObject({ status: 'COMPLETED' });
     const parentAfterFirst = await store.getSession(ref);
 
-    expect(await svc.invoke('afterTurn', sqsShapedEvent([{ messageId, body: JSON.stringify({ ...ref, origin: 'turn' }) }], 'us-east-1', 2))).toEqual({
+    expect(
+      await svc.invoke('afterTurn', sqsShapedEvent([{ messageId, body: JSON.stringify({ ...ref, origin: 'turn' }) }], 'us-east-1', 2)),
+    ).toEqual({
       batchItemFailures: [],
     });
     expect(await store.children(ref)).toEqual(children);
@@ -113,7 +115,14 @@ describe('after-turn and sweep functions under serverless-offline', () => {
     expect(await messageItemCount(ddb, tableName, pending)).toBe(killed.orphanMessages);
     await expect.poll(() => Date.now() > leaseExpiresAt + 50, { timeout: 10_000, interval: 100 }).toBe(true);
 
-    const scheduled = { version: '0', id: randomUUID(), 'detail-type': 'Scheduled Event', source: 'aws.events', time: new Date().toISOString(), detail: {} };
+    const scheduled = {
+      version: '0',
+      id: randomUUID(),
+      'detail-type': 'Scheduled Event',
+      source: 'aws.events',
+      time: new Date().toISOString(),
+      detail: {},
+    };
     const result = await svc.invoke('sweep', scheduled);
     expect(result).toMatchObject({ expiredAttemptsCleaned: 1, orphanMessagesRemoved: killed.orphanMessages, forksFound: 0 });
     expect((await store.getSession(ref))?.attempt).toBeUndefined();

@@ -9,17 +9,7 @@ import { startRedis, type LocalProcess } from '../../../infra/local/processes.js
 import type { SessionRef } from '../../../lib/session-ref.js';
 import { asIs } from '../../../lib/lineage/prepare.js';
 import { RoundTrips } from '../../support/round-trips.js';
-import {
-  body,
-  consumerFor,
-  CountingEngine,
-  harness,
-  idempotencyRecord,
-  lambdaContext,
-  seed,
-  transcript,
-  type Harness,
-} from './harness.js';
+import { body, consumerFor, CountingEngine, harness, idempotencyRecord, lambdaContext, seed, transcript, type Harness } from './harness.js';
 
 let h: Harness;
 beforeAll(async () => {
@@ -42,7 +32,9 @@ describe('afterTurn handler (SPEC F3)', () => {
     const ref = await seed(h.store, transcript(2, 5));
     const messageId = randomUUID();
     const trips = new RoundTrips().watchDynamo(h.ddb);
-    const { result, calls } = await trips.during(() => consumerFor(h, engine).processBatch([{ messageId, body: body(ref) }], lambdaContext()));
+    const { result, calls } = await trips.during(() =>
+      consumerFor(h, engine).processBatch([{ messageId, body: body(ref) }], lambdaContext()),
+    );
     trips.restore();
     expect(result.records[0]).toMatchObject({ ok: true, result: { status: 'below_threshold' } });
     expect(calls.map((c) => c.op)).toEqual(['GetItemCommand']);
@@ -80,7 +72,7 @@ describe('afterTurn handler (SPEC F3)', () => {
     expect(await snapshot(ref)).toEqual(before);
   });
 
-  it('C13: a review-origin event is refused by the consumer\'s rule, before any read or compaction call; nothing is written', async () => {
+  it("C13: a review-origin event is refused by the consumer's rule, before any read or compaction call; nothing is written", async () => {
     const engine = new CountingEngine();
     const ref = await seed(h.store, transcript(12));
     const before = await snapshot(ref);

@@ -80,10 +80,15 @@ describe('after-turn publisher (SPEC F3)', () => {
   it('F3: publisherFromConfig picks SQS, then the local endpoint, else a no-op that says so once', async () => {
     const sqs = () => new SQSClient({ region: 'us-east-1' });
     const fromEnv = (env: NodeJS.ProcessEnv, logger = silentLogger) => publisherFromConfig(loadConfig(env), logger, sqs);
-    expect(fromEnv({ AFTER_TURN_QUEUE_URL: 'https://sqs.example/q', LOCAL_LAMBDA_ENDPOINT: 'http://x' })).toBeInstanceOf(SqsAfterTurnPublisher);
+    expect(fromEnv({ AFTER_TURN_QUEUE_URL: 'https://sqs.example/q', LOCAL_LAMBDA_ENDPOINT: 'http://x' })).toBeInstanceOf(
+      SqsAfterTurnPublisher,
+    );
     expect(fromEnv({ LOCAL_LAMBDA_ENDPOINT: 'http://x', AFTER_TURN_FUNCTION_NAME: 'f' })).toBeInstanceOf(LocalLambdaAfterTurnPublisher);
     const logged: string[] = [];
-    const noop = fromEnv({ AFTER_TURN_QUEUE_URL: '', LOCAL_LAMBDA_ENDPOINT: '' }, { ...silentLogger, warn: (m: string) => void logged.push(m) });
+    const noop = fromEnv(
+      { AFTER_TURN_QUEUE_URL: '', LOCAL_LAMBDA_ENDPOINT: '' },
+      { ...silentLogger, warn: (m: string) => void logged.push(m) },
+    );
     expect(noop).toBeInstanceOf(NoopAfterTurnPublisher);
     await noop.publish(event);
     await noop.publish(event);
@@ -93,7 +98,9 @@ describe('after-turn publisher (SPEC F3)', () => {
 
   it('F3: the afterTurn function name is explicit or derived from the calling function of the same service', () => {
     expect(afterTurnFunctionName(loadConfig({ AFTER_TURN_FUNCTION_NAME: 'x-afterTurn' }))).toBe('x-afterTurn');
-    expect(afterTurnFunctionName(loadConfig({ AWS_LAMBDA_FUNCTION_NAME: 'session-lineage-local-http' }))).toBe('session-lineage-local-afterTurn');
+    expect(afterTurnFunctionName(loadConfig({ AWS_LAMBDA_FUNCTION_NAME: 'session-lineage-local-http' }))).toBe(
+      'session-lineage-local-afterTurn',
+    );
     expect(() => afterTurnFunctionName({})).toThrow(/AFTER_TURN_FUNCTION_NAME/);
   });
 });

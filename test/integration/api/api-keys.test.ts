@@ -19,7 +19,9 @@ describe('ApiKeyStore', () => {
     expect(a.key).not.toBe(b.key);
     expect(await keys.resolve(a.key)).toBe(tenant);
     expect(await keys.resolve(b.key)).toBe(tenant);
-    const item = await client.send(new GetItemCommand({ TableName: tableName, Key: { pk: { S: `APIKEY#${hashApiKey(a.key)}` }, sk: { S: 'APIKEY' } } }));
+    const item = await client.send(
+      new GetItemCommand({ TableName: tableName, Key: { pk: { S: `APIKEY#${hashApiKey(a.key)}` }, sk: { S: 'APIKEY' } } }),
+    );
     expect(item.Item?.tenantId?.S).toBe(tenant);
     expect(JSON.stringify(item.Item)).not.toContain(a.key);
   });

@@ -10,7 +10,9 @@ import { httpDeps, Runtime } from '../../../lib/runtime.js';
 import { sessionKey } from '../../../lib/session-ref.js';
 import { RoundTrips } from '../../support/round-trips.js';
 
-const rt = new Runtime({ env: { REDIS_URLS: process.env.REDIS_URLS!, DYNAMODB_ENDPOINT: process.env.DYNAMODB_ENDPOINT!, TABLE_NAME: process.env.TABLE_NAME! } });
+const rt = new Runtime({
+  env: { REDIS_URLS: process.env.REDIS_URLS!, DYNAMODB_ENDPOINT: process.env.DYNAMODB_ENDPOINT!, TABLE_NAME: process.env.TABLE_NAME! },
+});
 const tenantId = `rt-${randomUUID().slice(0, 8)}`;
 let key: string;
 let trips: RoundTrips;
@@ -58,7 +60,9 @@ describe('HTTP round trips (P2, issue 9)', () => {
     const held = await lease.tryAcquire(sessionKey(ref), { ttlMs: 30_000, holder: 'someone-else' });
     expect(held.acquired).toBe(true);
     try {
-      const { result, calls, phases } = await trips.during(() => handleHttpRequest(request('POST', path, { mode: 'rotate' }), deps, { requestId: 'loser' }));
+      const { result, calls, phases } = await trips.during(() =>
+        handleHttpRequest(request('POST', path, { mode: 'rotate' }), deps, { requestId: 'loser' }),
+      );
       expect(result.statusCode).toBe(200);
       expect(JSON.parse(result.body!)).toMatchObject({ outcome: 'skipped', reason: 'locked', holder: held.acquired ? held.token : '' });
       expect(JSON.parse(result.body!)).not.toHaveProperty('messages');
@@ -87,6 +91,13 @@ describe('HTTP round trips (P2, issue 9)', () => {
     append.headers['idempotency-key'] = `k-${randomUUID()}`;
     const { result, phases } = await trips.during(() => handleHttpRequest(append, deps, { requestId: 'append' }));
     expect(result.statusCode).toBe(200);
-    expect(phases.dynamo.map((step) => step.map((c) => c.op).sort().join(' ∥ '))).toEqual(['GetItemCommand ∥ GetItemCommand', 'TransactWriteItemsCommand']);
+    expect(
+      phases.dynamo.map((step) =>
+        step
+          .map((c) => c.op)
+          .sort()
+          .join(' ∥ '),
+      ),
+    ).toEqual(['GetItemCommand ∥ GetItemCommand', 'TransactWriteItemsCommand']);
   });
 });

@@ -7,7 +7,12 @@ import { indexNamed, tableModel } from '../../../bench/capacity/table-model.js';
 
 const model = tableModel();
 const s = (x: string) => ({ S: x });
-const meta = (extra: Record<string, { S: string } | { N: string }> = {}) => ({ pk: s('T#t#S#a'), sk: s('META'), version: { N: '3' }, ...extra });
+const meta = (extra: Record<string, { S: string } | { N: string }> = {}) => ({
+  pk: s('T#t#S#a'),
+  sk: s('META'),
+  version: { N: '3' },
+  ...extra,
+});
 
 describe('capacity rules (bench/capacity)', () => {
   it('item sizes: names + values; numbers by significant digits; maps and lists carry 3 bytes + 1 per element', () => {
@@ -42,7 +47,9 @@ describe('capacity rules (bench/capacity)', () => {
     const idx = indexNamed(model, 'rotationsByTime');
     const child = meta({ rotationShard: s('R#1'), createdAt: s('2026'), parentKey: s('T#t#S#p'), body: s('not projected') });
     expect(Object.keys(indexEntry(child, idx, model)!).sort()).toEqual(['createdAt', 'parentKey', 'pk', 'rotationShard', 'sk']);
-    const moved = chargeWrite(model, 'update', 'T#t#S#a', child, { ...child, parentKey: s('T#t#S#q') }, false).filter((c) => c.target === 'rotationsByTime');
+    const moved = chargeWrite(model, 'update', 'T#t#S#a', child, { ...child, parentKey: s('T#t#S#q') }, false).filter(
+      (c) => c.target === 'rotationsByTime',
+    );
     expect(moved.map((c) => c.kind)).toEqual(['index update']);
   });
 

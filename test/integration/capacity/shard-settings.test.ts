@@ -32,7 +32,9 @@ describe('shard settings (issue 15)', () => {
     const ref = { tenantId: created.session.tenantId, sessionId: created.session.sessionId };
     await store.beginAttempt(ref, { holder: 'h', leaseExpiresAt: Date.now() + 60_000, activityLabel: 'compaction started' });
     const { pk, sk } = metaKey(ref);
-    const raw = await dynamo.send(new GetItemCommand({ TableName: config.tableName, Key: { pk: { S: pk }, sk: { S: sk } }, ConsistentRead: true }));
+    const raw = await dynamo.send(
+      new GetItemCommand({ TableName: config.tableName, Key: { pk: { S: pk }, sk: { S: sk } }, ConsistentRead: true }),
+    );
     expect(raw.Item?.attemptShard?.S).toBe(attemptShardOf(sessionPk(ref), 256));
   });
 });

@@ -23,7 +23,9 @@ describe('keys', () => {
 
     const listed = await cli(['keys', 'list', '--tenant', t, '--json']);
     expect(listed.code, listed.stderr).toBe(0);
-    expect(JSON.parse(listed.stdout)).toEqual([{ keyId: keyIdOf(hashApiKey(key)), tenantId: t, createdAt: expect.stringMatching(/^\d{4}-/) }]);
+    expect(JSON.parse(listed.stdout)).toEqual([
+      { keyId: keyIdOf(hashApiKey(key)), tenantId: t, createdAt: expect.stringMatching(/^\d{4}-/) },
+    ]);
     expect(listed.stdout).not.toContain(key);
     expect(listed.stdout).not.toContain(hashApiKey(key));
 

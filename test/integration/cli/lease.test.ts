@@ -45,7 +45,9 @@ describe('lease', () => {
     const { ref, token } = await held();
     const run = await cli(['lease', 'release', ref.sessionId, '--tenant', ref.tenantId, '--token', 'cli-test#not-the-token', '--yes']);
     expect(run.code).toBe(1);
-    expect(run.stderr).toContain(`token cli-test#not-the-token is not the current holder of lease:session:${ref.tenantId}/${ref.sessionId} (held by ${token}): nothing released`);
+    expect(run.stderr).toContain(
+      `token cli-test#not-the-token is not the current holder of lease:session:${ref.tenantId}/${ref.sessionId} (held by ${token}): nothing released`,
+    );
     for (const c of redis) expect(await c.get(lease.keyOf(sessionKey(ref)))).toBe(token);
     await lease.release({ sessionKey: sessionKey(ref), token });
   });

@@ -73,12 +73,30 @@ describe('sessions show', () => {
     expect(run.code).toBe(2);
     expect(run.stderr).toContain('error: missing <id>');
     expect(run.stderr).toContain('usage: npm run cli -- sessions show <id> --tenant <t>');
-    for (const args of [['sessions', 'show', 'x'], ['sessions', 'show', 'x', '--tenant', 'a/b'], ['sessions', 'show', 'x#y', '--tenant', 'a'], ['sessions', 'show', 'x', 'y', '--tenant', 'a'], ['sessions', 'show', 'x', '--tenant', 'a', '--bogus'], ['sessions', 'frobnicate'], []]) {
+    for (const args of [
+      ['sessions', 'show', 'x'],
+      ['sessions', 'show', 'x', '--tenant', 'a/b'],
+      ['sessions', 'show', 'x#y', '--tenant', 'a'],
+      ['sessions', 'show', 'x', 'y', '--tenant', 'a'],
+      ['sessions', 'show', 'x', '--tenant', 'a', '--bogus'],
+      ['sessions', 'frobnicate'],
+      [],
+    ]) {
       expect((await cliInProcess(args)).code, args.join(' ')).toBe(2);
     }
     const help = await cliInProcess(['--help']);
     expect(help.code).toBe(0);
-    for (const command of ['sessions show', 'lineage', 'audit forks', 'keys create', 'keys list', 'keys revoke', 'lease show', 'lease release', 'dlq redrive']) {
+    for (const command of [
+      'sessions show',
+      'lineage',
+      'audit forks',
+      'keys create',
+      'keys list',
+      'keys revoke',
+      'lease show',
+      'lease release',
+      'dlq redrive',
+    ]) {
       expect(help.stdout).toContain(`  ${command} `);
     }
   });
@@ -95,7 +113,10 @@ describe('lineage', () => {
     expect(rows[2]).toMatch(new RegExp(`^\\s+\\*\\s+3\\.\\s+${c.tip.sessionId}\\s+live`));
     expect(run.stdout).toContain(`* live tip ${c.tip.sessionId}`);
 
-    const json = JSON.parse((await cliInProcess(['lineage', c.tip.sessionId, '--tenant', c.tip.tenantId, '--json'])).stdout) as { liveTip: string; sessions: { sessionId: string; liveTip: boolean; deleted: boolean }[] };
+    const json = JSON.parse((await cliInProcess(['lineage', c.tip.sessionId, '--tenant', c.tip.tenantId, '--json'])).stdout) as {
+      liveTip: string;
+      sessions: { sessionId: string; liveTip: boolean; deleted: boolean }[];
+    };
     expect(json.liveTip).toBe(c.tip.sessionId);
     expect(json.sessions.map((s) => [s.sessionId, s.liveTip, s.deleted])).toEqual([
       [c.root.sessionId, false, true],
@@ -125,10 +146,28 @@ describe('audit forks', () => {
   async function rawFork(tenantId: string, parentId: string, childIds: string[]): Promise<void> {
     const parent = { tenantId, sessionId: parentId };
     const put = (Item: Record<string, unknown>) => doc(own.ddb).send(new PutCommand({ TableName: own.tableName, Item }));
-    await put({ pk: sessionPk(parent), sk: 'META', tenantId, sessionId: parentId, createdAt: new Date().toISOString(), endedAt: new Date().toISOString(), childSessionId: childIds[0] });
+    await put({
+      pk: sessionPk(parent),
+      sk: 'META',
+      tenantId,
+      sessionId: parentId,
+      createdAt: new Date().toISOString(),
+      endedAt: new Date().toISOString(),
+      childSessionId: childIds[0],
+    });
     for (const sessionId of childIds) {
       const pk = sessionPk({ tenantId, sessionId });
-      await put({ pk, sk: 'META', tenantId, sessionId, parentSessionId: parentId, rootSessionId: parentId, createdAt: new Date().toISOString(), parentKey: sessionPk(parent), rotationShard: rotationShardOf(pk, 16) });
+      await put({
+        pk,
+        sk: 'META',
+        tenantId,
+        sessionId,
+        parentSessionId: parentId,
+        rootSessionId: parentId,
+        createdAt: new Date().toISOString(),
+        parentKey: sessionPk(parent),
+        rotationShard: rotationShardOf(pk, 16),
+      });
     }
   }
 

@@ -3,7 +3,14 @@
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { AgentInputItem } from '@openai/agents-core';
-import { LineageClient, LineageError, LineageNetworkError, LineageSession, NotFoundError, type LineageSessionEvent } from '../../../lib/client/index.js';
+import {
+  LineageClient,
+  LineageError,
+  LineageNetworkError,
+  LineageSession,
+  NotFoundError,
+  type LineageSessionEvent,
+} from '../../../lib/client/index.js';
 import { createOpsAgent, createRunner, question } from '../../../infra/examples/ops-agent.js';
 import { startLocalService, type LocalService } from '../../support/local-service.js';
 
@@ -47,9 +54,16 @@ function recording(fail?: (r: Seen) => boolean) {
 }
 
 const message = (role: 'user' | 'assistant', text: string): AgentInputItem =>
-  role === 'user' ? { type: 'message', role, content: [{ type: 'input_text', text }] } : { type: 'message', role, status: 'completed', content: [{ type: 'output_text', text }] };
+  role === 'user'
+    ? { type: 'message', role, content: [{ type: 'input_text', text }] }
+    : { type: 'message', role, status: 'completed', content: [{ type: 'output_text', text }] };
 const exchange = (n: number): AgentInputItem[] =>
-  Array.from({ length: n }, (_, i) => message(i % 2 ? 'assistant' : 'user', `message ${i}: ${'the nightly export failed on the ledger table because the lock timed out; '.repeat(3)}`));
+  Array.from({ length: n }, (_, i) =>
+    message(
+      i % 2 ? 'assistant' : 'user',
+      `message ${i}: ${'the nightly export failed on the ledger table because the lock timed out; '.repeat(3)}`,
+    ),
+  );
 
 describe('LineageSession: the Session methods', () => {
   it('A1: the first use creates one "responses" session, however many calls race for it', async () => {
@@ -164,7 +178,13 @@ describe('LineageSession: the Session methods', () => {
 });
 
 describe('LineageSession follows rotations made elsewhere', () => {
-  async function rotatedElsewhere(): Promise<{ s: LineageSession; seen: Seen[]; root: string; child: string; events: LineageSessionEvent[] }> {
+  async function rotatedElsewhere(): Promise<{
+    s: LineageSession;
+    seen: Seen[];
+    root: string;
+    child: string;
+    events: LineageSessionEvent[];
+  }> {
     const { client, seen } = recording();
     const events: LineageSessionEvent[] = [];
     const s = new LineageSession({ client, onEvent: (e) => events.push(e) });
@@ -192,14 +212,14 @@ describe('LineageSession follows rotations made elsewhere', () => {
     expect(await other.getSession(root)).toMatchObject({ messageCount: 14 });
   });
 
-  it('getItems() reads the live transcript, not the ended parent\'s', async () => {
+  it("getItems() reads the live transcript, not the ended parent's", async () => {
     const { s, child, events } = await rotatedElsewhere();
     expect(await s.getItems()).toEqual(await other.readAll(child));
     expect(events.some((e) => e.type === 'followed' && e.via === 'lineage')).toBe(true);
     expect(s.currentSessionId).toBe(child);
   });
 
-  it('A6: popItem on the rotated session pops the live session\'s last item', async () => {
+  it("A6: popItem on the rotated session pops the live session's last item", async () => {
     const { s, root, child } = await rotatedElsewhere();
     const last = (await other.readAll(child)).at(-1);
     expect(await s.popItem()).toEqual(last);
@@ -230,7 +250,7 @@ describe('LineageSession compaction', () => {
     expect(await s.getItems()).toEqual(rotated.messages);
   });
 
-  it('runCompaction (the SDK hook) compacts only when forced or past the policy\'s threshold, and adds no usage', async () => {
+  it("runCompaction (the SDK hook) compacts only when forced or past the policy's threshold, and adds no usage", async () => {
     const { client, seen } = recording();
     const plain = new LineageSession({ client });
     await plain.addItems(exchange(10));
@@ -253,14 +273,14 @@ describe('LineageSession compaction', () => {
 });
 
 describe('LineageSession under the Agents SDK runner', () => {
-  it('A1: a run() with a tool call stores exactly the run\'s history, and the next run reads it back', async () => {
+  it("A1: a run() with a tool call stores exactly the run's history, and the next run reads it back", async () => {
     const { client, seen } = recording();
     const s = new LineageSession({ client });
     const runner = createRunner();
     const agent = createOpsAgent();
     const first = await runner.run(agent, question('r1', 'search-indexer'), { session: s });
     expect(String(first.finalOutput)).toContain('[r1] search-indexer is failing');
-    const stored = (await other.readAll(s.currentSessionId!));
+    const stored = await other.readAll(s.currentSessionId!);
     expect(stored.map((i) => (i as { type?: string }).type)).toEqual(['message', 'function_call', 'function_call_result', 'message']);
     expect(JSON.parse(JSON.stringify(first.history))).toEqual(stored);
 

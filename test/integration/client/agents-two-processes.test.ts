@@ -26,7 +26,9 @@ afterAll(async () => {
 /** Items compare as JSON with sorted keys (the service returns what was appended, SPEC A1). */
 function canonical(v: unknown): string {
   return JSON.stringify(v, (_k, x: unknown) =>
-    x && typeof x === 'object' && !Array.isArray(x) ? Object.fromEntries(Object.entries(x as Record<string, unknown>).sort(([a], [b]) => a.localeCompare(b))) : x,
+    x && typeof x === 'object' && !Array.isArray(x)
+      ? Object.fromEntries(Object.entries(x as Record<string, unknown>).sort(([a], [b]) => a.localeCompare(b)))
+      : x,
   );
 }
 
@@ -78,10 +80,18 @@ describe('LineageSession in two processes', () => {
       const compactedInPlace = inPlace!.response as CompressResponse;
       expect(rotated).toMatchObject({ outcome: 'compressed', mode: 'rotate', previousSessionId: root, sessionId: live.sessionId });
       expect(compactedInPlace).toMatchObject({ outcome: 'compressed', mode: 'in_place', sessionId: live.sessionId });
-      const added: Added[] = children.flatMap((c, i) => c.lines.filter((l) => l.kind === 'added').map((l) => ({ ...(l), writer: i === 0 ? 'A' : 'B' })));
+      const added: Added[] = children.flatMap((c, i) =>
+        c.lines.filter((l) => l.kind === 'added').map((l) => ({ ...l, writer: i === 0 ? 'A' : 'B' })),
+      );
       const agentAdds = added.filter((a) => a.writer === 'A');
-      expect(agentAdds.some((a) => a.t0 > inPlace!.t1), 'the agent was still adding after the in-place compaction').toBe(true);
-      expect(agentAdds.some((a) => a.t1 < rotation!.t0), 'the agent had added before the rotation').toBe(true);
+      expect(
+        agentAdds.some((a) => a.t0 > inPlace!.t1),
+        'the agent was still adding after the in-place compaction',
+      ).toBe(true);
+      expect(
+        agentAdds.some((a) => a.t1 < rotation!.t0),
+        'the agent had added before the rotation',
+      ).toBe(true);
       // Tool calls went through the service: every call has its result in what the agent added.
       const agentItems = agentAdds.flatMap((a) => a.items) as Record<string, unknown>[];
       const calls = agentItems.filter((i) => i.type === 'function_call').map((i) => i.callId);
@@ -120,7 +130,8 @@ describe('LineageSession in two processes', () => {
             expect(occurrences(parentItems, key), where).toBe(0);
             expect(occurrences(liveItems, key), where).toBeLessThanOrEqual(1);
             // Only the in-place compaction may have summarized it, so it was appended before that answered.
-            if (occurrences(liveItems, key) === 0) expect(a.t1, `${where}: missing though appended after the in-place compaction`).toBeLessThan(inPlace!.t1);
+            if (occurrences(liveItems, key) === 0)
+              expect(a.t1, `${where}: missing though appended after the in-place compaction`).toBeLessThan(inPlace!.t1);
             if (a.t0 > inPlace!.t1) expect(occurrences(liveItems.slice(compacted.length), key), where).toBe(1);
           }
         }
@@ -143,4 +154,3 @@ describe('LineageSession in two processes', () => {
     }
   }, 240_000);
 });
-

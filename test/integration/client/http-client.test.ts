@@ -35,10 +35,31 @@ afterAll(async () => {
 });
 
 const turn = (i: number): Item[] => [
-  { type: 'message', role: 'user', content: [{ type: 'input_text', text: `Question ${i}: which replicas of the staging cluster failed the readiness probe?` }] },
-  { type: 'function_call', callId: `call_${i}`, name: 'probe_status', arguments: JSON.stringify({ cluster: 'staging', turn: i }), status: 'completed' },
-  { type: 'function_call_result', callId: `call_${i}`, name: 'probe_status', status: 'completed', output: { type: 'text', text: `replica-${i} failed: ${'timeout after 3s; '.repeat(10)}` } },
-  { type: 'message', role: 'assistant', status: 'completed', content: [{ type: 'output_text', text: `Replica ${i} failed its probe. ${'The fix is to raise the timeout. '.repeat(8)}` }] },
+  {
+    type: 'message',
+    role: 'user',
+    content: [{ type: 'input_text', text: `Question ${i}: which replicas of the staging cluster failed the readiness probe?` }],
+  },
+  {
+    type: 'function_call',
+    callId: `call_${i}`,
+    name: 'probe_status',
+    arguments: JSON.stringify({ cluster: 'staging', turn: i }),
+    status: 'completed',
+  },
+  {
+    type: 'function_call_result',
+    callId: `call_${i}`,
+    name: 'probe_status',
+    status: 'completed',
+    output: { type: 'text', text: `replica-${i} failed: ${'timeout after 3s; '.repeat(10)}` },
+  },
+  {
+    type: 'message',
+    role: 'assistant',
+    status: 'completed',
+    content: [{ type: 'output_text', text: `Replica ${i} failed its probe. ${'The fix is to raise the timeout. '.repeat(8)}` }],
+  },
 ];
 
 async function sessionWith(turns: number): Promise<string> {
@@ -50,7 +71,14 @@ async function sessionWith(turns: number): Promise<string> {
 describe('every route through the typed client', () => {
   it('F1/A1: create, get, append, list (round trip deep-equal), tail, lineage', async () => {
     const created = await client.createSession({ format: 'responses', source: 'client-test', metadata: { suite: 'client' } });
-    expect(created).toMatchObject({ format: 'responses', source: 'client-test', metadata: { suite: 'client' }, messageCount: 0, parentSessionId: null, childSessionId: null });
+    expect(created).toMatchObject({
+      format: 'responses',
+      source: 'client-test',
+      metadata: { suite: 'client' },
+      messageCount: 0,
+      parentSessionId: null,
+      childSessionId: null,
+    });
     const items = [...turn(0), { type: 'reasoning', summary: [{ type: 'summary_text', text: 'thinking' }], extra: { kept: true } }];
     const r = await client.append(created.sessionId, items);
     expect(r).toMatchObject({ sessionId: created.sessionId, appended: 5, replayed: false });
@@ -134,7 +162,7 @@ describe('followRotation', () => {
     expect(r).toMatchObject({ sessionId: child, followedFrom: id, appended: 4, replayed: false });
     expect((await client.getSession(child)).messageCount).toBe(before + 4);
     expect((await client.getSession(id)).messageCount).toBe(24);
-    expect((await client.tail(child, 4))).toEqual(turn(9));
+    expect(await client.tail(child, 4)).toEqual(turn(9));
   });
 
   it('re-targets once: when the live session rotates again before the re-targeted append arrives, that 409 is returned', async () => {
@@ -189,7 +217,7 @@ describe('typed errors for each status (F1)', () => {
     await expect(stranger.getSession('abc')).rejects.toBeInstanceOf(UnauthorizedError);
   });
 
-  it('404 NotFoundError for an unknown session and for another tenant\'s (F2)', async () => {
+  it("404 NotFoundError for an unknown session and for another tenant's (F2)", async () => {
     await expect(client.getSession(randomUUID())).rejects.toMatchObject({ name: 'NotFoundError', status: 404, code: 'not_found' });
     const id = await sessionWith(1);
     const other = new LineageClient({ baseUrl: service.baseUrl, apiKey: await service.createApiKey(`o-${randomUUID().slice(0, 8)}`) });
@@ -252,7 +280,10 @@ describe('typed errors for each status (F1)', () => {
         return req.text().then((body) => fetch(req.url, { method: req.method, headers, body }));
       },
     });
-    await expect(formEncoded.createSession({ format: 'responses' })).rejects.toMatchObject({ name: 'UnsupportedMediaTypeError', status: 415 });
+    await expect(formEncoded.createSession({ format: 'responses' })).rejects.toMatchObject({
+      name: 'UnsupportedMediaTypeError',
+      status: 415,
+    });
     await expect(formEncoded.createSession()).rejects.toBeInstanceOf(UnsupportedMediaTypeError);
   });
 
@@ -301,7 +332,11 @@ describe('paging (A5)', () => {
   it('A5: a 2,000-item session pages through nextCursor, every item once and in order, and tails past the size cap', async () => {
     const id = (await client.createSession({ format: 'responses' })).sessionId;
     // ~5 KB each: 1,000 of them are over one response's 4.5 MB cap, so pages are cut by size too.
-    const items: Item[] = Array.from({ length: 2000 }, (_, i) => ({ type: 'message', role: i % 2 ? 'assistant' : 'user', content: `item ${i} ${'p'.repeat(5000)}` }));
+    const items: Item[] = Array.from({ length: 2000 }, (_, i) => ({
+      type: 'message',
+      role: i % 2 ? 'assistant' : 'user',
+      content: `item ${i} ${'p'.repeat(5000)}`,
+    }));
     for (let i = 0; i < items.length; i += 98) await client.append(id, items.slice(i, i + 98));
     expect((await client.getSession(id)).messageCount).toBe(2000);
 

@@ -3,13 +3,7 @@
 // and stands in for a failing gateway.
 import { randomUUID } from 'node:crypto';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import {
-  InternalServerError,
-  LineageApiError,
-  LineageClient,
-  LineageNetworkError,
-  type Item,
-} from '../../../lib/client/index.js';
+import { InternalServerError, LineageApiError, LineageClient, LineageNetworkError, type Item } from '../../../lib/client/index.js';
 import { startFaultProxy, type FaultProxy, type ProxyAction, type SeenRequest } from '../../support/client/fault-proxy.js';
 import { startLocalService, type LocalService } from '../../support/local-service.js';
 
@@ -40,7 +34,11 @@ afterAll(async () => {
 
 const turn = (tag: string): Item[] => [
   { type: 'message', role: 'user', content: `${tag}: check the deploy of the billing service and tell me what broke.` },
-  { type: 'message', role: 'assistant', content: `${tag}: ${'the migration step timed out on the orders table; rerun it with a longer lock timeout. '.repeat(4)}` },
+  {
+    type: 'message',
+    role: 'assistant',
+    content: `${tag}: ${'the migration step timed out on the orders table; rerun it with a longer lock timeout. '.repeat(4)}`,
+  },
 ];
 
 async function sessionWith(turns: number): Promise<string> {
@@ -133,13 +131,19 @@ describe('requests that must not be repeated', () => {
     expect((await direct.getSession(id)).messageCount).toBe(3);
   });
 
-  it('A6: a pop answered by the service\'s own 503 (nothing applied) is retried, and pops once', async () => {
+  it("A6: a pop answered by the service's own 503 (nothing applied) is retried, and pops once", async () => {
     const id = await sessionWith(2);
     let refused = false;
     proxy.setRule((r) => {
       if (r.method !== 'DELETE' || refused) return 'forward';
       refused = true;
-      return { respond: { status: 503, headers: { 'retry-after': '0' }, body: { error: { code: 'unavailable', message: 'the session is busy; retry shortly' } } } };
+      return {
+        respond: {
+          status: 503,
+          headers: { 'retry-after': '0' },
+          body: { error: { code: 'unavailable', message: 'the session is busy; retry shortly' } },
+        },
+      };
     });
     const r = await viaProxy.pop(id);
     expect(r.removed).toEqual(turn('t1')[1]);
@@ -179,7 +183,9 @@ describe('gateways and timeouts', () => {
     expect(proxy.seen.filter((r) => r.method === 'GET')).toHaveLength(2);
 
     proxy.seen.length = 0;
-    proxy.setRule(() => ({ respond: { status: 500, body: { error: { code: 'internal', message: 'internal error', requestId: 'req-1' } } } }));
+    proxy.setRule(() => ({
+      respond: { status: 500, body: { error: { code: 'internal', message: 'internal error', requestId: 'req-1' } } },
+    }));
     const err = await viaProxy.getSession(id).catch((e: unknown) => e);
     expect(err).toBeInstanceOf(InternalServerError);
     expect(err).toMatchObject({ status: 500, code: 'internal', requestId: 'req-1', earlierAttemptMayHaveApplied: true });

@@ -1,7 +1,15 @@
 // The retry arithmetic and Retry-After parsing on their own (no service): bounded, jittered,
 // and a Retry-After beyond the policy's patience is handed to the caller instead of waited out.
 import { describe, expect, it } from 'vitest';
-import { DEFAULT_RETRY_POLICY, parseRetryAfter, retryDelayMs, toApiError, ServiceUnavailableError, SessionEndedError, ConflictError } from '../../../lib/client/index.js';
+import {
+  DEFAULT_RETRY_POLICY,
+  parseRetryAfter,
+  retryDelayMs,
+  toApiError,
+  ServiceUnavailableError,
+  SessionEndedError,
+  ConflictError,
+} from '../../../lib/client/index.js';
 import { resolvePolicy } from '../../../lib/client/retry.js';
 
 describe('retry delays', () => {
@@ -46,6 +54,10 @@ describe('error mapping', () => {
     expect(ended).toBeInstanceOf(SessionEndedError);
     expect((ended as SessionEndedError).liveSessionId).toBe('child');
     expect(toApiError(409, { error: { code: 'lineage_too_deep', message: 'x' } }, new Headers())).toBeInstanceOf(ConflictError);
-    expect(toApiError(504, 'Gateway Timeout', new Headers())).toMatchObject({ status: 504, code: 'unexpected_response', fromService: false });
+    expect(toApiError(504, 'Gateway Timeout', new Headers())).toMatchObject({
+      status: 504,
+      code: 'unexpected_response',
+      fromService: false,
+    });
   });
 });

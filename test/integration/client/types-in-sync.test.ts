@@ -15,7 +15,10 @@ import { MAX_ITEMS_PER_APPEND, MAX_TAIL } from '../../../lib/client/index.js';
 
 const run = promisify(execFile);
 const root = fileURLToPath(new URL('../../../', import.meta.url));
-const pkg = JSON.parse(readFileSync(join(root, 'package.json'), 'utf8')) as { scripts: Record<string, string>; exports: Record<string, Record<string, string>> };
+const pkg = JSON.parse(readFileSync(join(root, 'package.json'), 'utf8')) as {
+  scripts: Record<string, string>;
+  exports: Record<string, Record<string, string>>;
+};
 const doc = JSON.parse(readFileSync(join(root, 'functions/openapi.json'), 'utf8'));
 
 describe('client types', () => {
@@ -26,11 +29,14 @@ describe('client types', () => {
     const [, input, output, flags] = m!;
     const cli = join(root, 'node_modules/openapi-typescript/bin/cli.js');
     // Without -o the CLI prints the same text it would write.
-    const { stdout } = await run(process.execPath, [cli, input!, ...flags!.trim().split(/\s+/).filter(Boolean)], { cwd: root, maxBuffer: 16 * 1024 * 1024 });
+    const { stdout } = await run(process.execPath, [cli, input!, ...flags!.trim().split(/\s+/).filter(Boolean)], {
+      cwd: root,
+      maxBuffer: 16 * 1024 * 1024,
+    });
     expect(readFileSync(join(root, output!), 'utf8'), 'run `npm run build:client-types` and commit the result').toBe(stdout);
   }, 60_000);
 
-  it('A5/A3: the client splits appends and tails by the document\'s limits', () => {
+  it("A5/A3: the client splits appends and tails by the document's limits", () => {
     expect(MAX_ITEMS_PER_APPEND).toBe(doc.components.schemas.AppendMessagesRequest.properties.messages.maxItems);
     const tail = doc.paths['/sessions/{id}/messages'].get.parameters.find((p: { name: string }) => p.name === 'tail');
     expect(MAX_TAIL).toBe(tail.schema.maximum);
@@ -39,7 +45,11 @@ describe('client types', () => {
 
 describe('package export ./client', () => {
   it('points at the sources for types and at the build:client bundle, which loads in plain Node with no imports', async () => {
-    expect(pkg.exports['./client']).toEqual({ types: './lib/client/index.ts', import: './dist/client/index.mjs', default: './dist/client/index.mjs' });
+    expect(pkg.exports['./client']).toEqual({
+      types: './lib/client/index.ts',
+      import: './dist/client/index.mjs',
+      default: './dist/client/index.mjs',
+    });
     expect(pkg.scripts['build:client']).toContain('--outfile=dist/client/index.mjs');
     const dir = mkdtempSync(join(tmpdir(), 'client-bundle-'));
     try {

@@ -89,7 +89,10 @@ describe('compactSession outcomes', () => {
 
   it('C2: lease backend down (servers stopped) → skipped/lease_unavailable, engine not called, store untouched', async () => {
     const nodes = await Promise.all([startRedis(), startRedis(), startRedis()]);
-    const clients = createRedisClients(nodes.map((n) => n.url), { connectTimeoutMs: 200 });
+    const clients = createRedisClients(
+      nodes.map((n) => n.url),
+      { connectTimeoutMs: 200 },
+    );
     try {
       await waitForRedis(clients);
       await Promise.all(nodes.map((n) => n.stop()));
@@ -97,10 +100,7 @@ describe('compactSession outcomes', () => {
       const ref = await seedSession(c.store);
       const before = await snapshot(c.store, ref);
       const engine = testEngine();
-      const out = await compactSession(
-        { ...deps(engine), lease: downLease },
-        { ref, mode: 'rotate', origin: 'turn', holder: 'fn-a' },
-      );
+      const out = await compactSession({ ...deps(engine), lease: downLease }, { ref, mode: 'rotate', origin: 'turn', holder: 'fn-a' });
       expect(out).toMatchObject({ outcome: 'skipped', reason: 'lease_unavailable', sessionId: ref.sessionId });
       expect(out.items).toBeUndefined();
       expect(engine.calls).toHaveLength(0);
@@ -113,7 +113,10 @@ describe('compactSession outcomes', () => {
 
   it('C2: lease backend never reachable (closed ports) → skipped/lease_unavailable, engine not called', async () => {
     const ports = await Promise.all([freePort(), freePort(), freePort()]);
-    const clients = createRedisClients(ports.map((p) => `redis://127.0.0.1:${p}`), { connectTimeoutMs: 200 });
+    const clients = createRedisClients(
+      ports.map((p) => `redis://127.0.0.1:${p}`),
+      { connectTimeoutMs: 200 },
+    );
     try {
       const ref = await seedSession(c.store);
       const before = await snapshot(c.store, ref);
@@ -204,7 +207,10 @@ describe('compactSession outcomes', () => {
     const before = await snapshot(c.store, ref);
     const engine = testEngine();
     const seen: string[] = [];
-    const spyLease = { ...c.lease, tryAcquire: () => Promise.reject(new Error('must not be called')) } as unknown as CompactionDeps['lease'];
+    const spyLease = {
+      ...c.lease,
+      tryAcquire: () => Promise.reject(new Error('must not be called')),
+    } as unknown as CompactionDeps['lease'];
     const out = await compactSession(
       { ...deps(engine), lease: spyLease, onWarning: (w) => seen.push(w) },
       { ref, mode: 'rotate', origin: 'review', holder: 'review-fork', returnInput: true },
@@ -239,7 +245,11 @@ describe('compactSession outcomes', () => {
     async (mode) => {
       const ref = { tenantId: `t-${randomUUID()}`, sessionId: `legacy-${randomUUID()}` };
       await putRawMeta(c.ddb, ref, { generation: 2, messageCount: 0, lastSeq: 0 });
-      await appendTo(c.store, ref, Array.from({ length: 20 }, (_, i) => ({ role: 'user', content: `m${i}` })));
+      await appendTo(
+        c.store,
+        ref,
+        Array.from({ length: 20 }, (_, i) => ({ role: 'user', content: `m${i}` })),
+      );
       expect((await c.store.getSession(ref))?.fence).toBeUndefined();
       const out = await compactSession(deps(), { ref, mode, origin: 'turn', holder: 'fn-a' });
       expect(out.outcome).toBe('compressed');
@@ -249,7 +259,12 @@ describe('compactSession outcomes', () => {
       expect(after?.fence).toBeGreaterThan(2);
       expect(await c.store.children(ref)).toHaveLength(mode === 'rotate' ? 1 : 0);
       // And again: progress, not a loop (the second in-place compaction sees the compacted list).
-      const again = await compactSession(deps(), { ref: mode === 'rotate' ? { tenantId: ref.tenantId, sessionId: out.sessionId } : ref, mode, origin: 'turn', holder: 'fn-b' });
+      const again = await compactSession(deps(), {
+        ref: mode === 'rotate' ? { tenantId: ref.tenantId, sessionId: out.sessionId } : ref,
+        mode,
+        origin: 'turn',
+        holder: 'fn-b',
+      });
       expect(['compressed', 'noop']).toContain(again.outcome);
     },
   );

@@ -40,7 +40,11 @@ describe('commit fence', () => {
       return { items: structuredClone(SUMMARY) };
     });
     const fence = new CommitFence();
-    const running = compactSession(deps({ store, engine }), { ref, mode: 'in_place', origin: 'turn', holder: 'hygiene', returnInput: true }, { commitFence: fence });
+    const running = compactSession(
+      deps({ store, engine }),
+      { ref, mode: 'in_place', origin: 'turn', holder: 'hygiene', returnInput: true },
+      { commitFence: fence },
+    );
     await started.promise;
     expect(await fence.cancel()).toBe(true);
     release.resolve();

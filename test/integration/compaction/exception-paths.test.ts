@@ -77,7 +77,9 @@ describe('exception paths release the lease and stop the refresher', () => {
     const onWarning = (w: string) => {
       if (++n === 2) throw new Error(`abort boom: ${w}`);
     };
-    await expect(compactSession(deps(engine, { createRefresher: r.factory, onWarning }), req(ref))).rejects.toThrow(/abort boom: .*aborted/);
+    await expect(compactSession(deps(engine, { createRefresher: r.factory, onWarning }), req(ref))).rejects.toThrow(
+      /abort boom: .*aborted/,
+    );
     expect(await expectNoFurtherRefreshes(r.made[0]!)).toBe(true);
     await expectUntouched(ref);
   });
@@ -246,7 +248,10 @@ describe('exception paths release the lease and stop the refresher', () => {
 
   it('C2: a store error in the first write under the lease (the fence) is an error, never "lease backend unavailable"; the lease is released', async () => {
     const ref = await seedSession(c.store);
-    const validation = Object.assign(new Error('Item size has exceeded the maximum allowed size'), { name: 'ValidationException', $fault: 'client' });
+    const validation = Object.assign(new Error('Item size has exceeded the maximum allowed size'), {
+      name: 'ValidationException',
+      $fault: 'client',
+    });
     const store = withOverrides<LineageStore>(c.store, { beginAttempt: () => Promise.reject(validation) });
     const engine = testEngine();
     await expect(compactSession(deps(engine, { store }), req(ref))).rejects.toBe(validation);

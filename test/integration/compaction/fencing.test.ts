@@ -37,7 +37,12 @@ describe('fencing a paused holder', () => {
     const aEngine = testEngine(async () => {
       aStarted.resolve();
       await aResume.promise;
-      return { items: [{ role: 'user', content: `${SUMMARY_PREFIX} A's summary` }, { role: 'user', content: 'tail' }] };
+      return {
+        items: [
+          { role: 'user', content: `${SUMMARY_PREFIX} A's summary` },
+          { role: 'user', content: 'tail' },
+        ],
+      };
     });
     const aRun = compactSession(depsOn(a, { engine: aEngine, leaseTtlMs: 500, createRefresher: pausedRefresher }), {
       ref,
@@ -151,7 +156,12 @@ describe('fence issued after the lease expired (L6)', () => {
       },
     });
     const aEngine = testEngine();
-    const aRun = compactSession(depsOn(a, { store: slowStore, engine: aEngine, leaseTtlMs: 400 }), { ref, mode: 'rotate', origin: 'turn', holder: 'A' });
+    const aRun = compactSession(depsOn(a, { store: slowStore, engine: aEngine, leaseTtlMs: 400 }), {
+      ref,
+      mode: 'rotate',
+      origin: 'turn',
+      holder: 'A',
+    });
     await aInBegin.promise;
     await waitFor(async () => (await b.lease.holderOf(sessionKey(ref))) === null, "A's lease to expire");
     // B takes the lease, then stalls before its own first write.
@@ -205,7 +215,11 @@ describe('concurrent tail', () => {
     resume.resolve();
     const out = await run;
     expect(out.outcome).toBe('compressed');
-    expect(compressedItems(out).slice(-2).map((m) => m.content)).toEqual(['late answer', 'late question']);
+    expect(
+      compressedItems(out)
+        .slice(-2)
+        .map((m) => m.content),
+    ).toEqual(['late answer', 'late question']);
     const live = { tenantId: ref.tenantId, sessionId: out.sessionId };
     expect((await a.store.readAll(live)).map((m) => m.content)).toEqual(compressedItems(out).map((m) => m.content));
     expect(compressedItems(out).map((m) => m.content)).toEqual([...SUMMARY.map((m) => m.content), 'late answer', 'late question']);

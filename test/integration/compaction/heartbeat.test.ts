@@ -89,7 +89,12 @@ describe('compaction heartbeat', () => {
       await waitFor(() => touches.includes(ACTIVITY_LABELS.inProgress), 'an in-progress heartbeat');
       return { items: structuredClone(SUMMARY) };
     });
-    const out = await compactSession(deps(recordingStore(touches, true), engine, 20), { ref, mode: 'rotate', origin: 'turn', holder: 'hb' });
+    const out = await compactSession(deps(recordingStore(touches, true), engine, 20), {
+      ref,
+      mode: 'rotate',
+      origin: 'turn',
+      holder: 'hb',
+    });
     expect(out.outcome).toBe('compressed');
     expect(compressedItems(out)[0]!.content).toBe(`${SUMMARY_PREFIX} summary`);
     expect(touches.at(-1)).toBe(ACTIVITY_LABELS.completed);
@@ -102,7 +107,13 @@ describe('compaction heartbeat', () => {
       const ref = await seedSession(c.store);
       const touches: string[] = [];
       const strict = testEngine(undefined, []);
-      const out = await compactSession(deps(recordingStore(touches), strict, interval), { ref, mode: 'rotate', origin: 'turn', holder: 'hb', keepLast: 2 });
+      const out = await compactSession(deps(recordingStore(touches), strict, interval), {
+        ref,
+        mode: 'rotate',
+        origin: 'turn',
+        holder: 'hb',
+        keepLast: 2,
+      });
       expect(out.outcome).toBe('compressed');
       expect(strict.calls).toHaveLength(1);
       expect(strict.calls[0]!.options).toEqual({});

@@ -36,7 +36,12 @@ function expectLeanAttempt(phases: Phases): void {
   expect(phases.dynamoSteps).toBe(3);
 }
 
-const summary = (): { items: Item[] } => ({ items: [{ role: 'assistant', content: '[CONTEXT COMPACTION] summary' }, { role: 'user', content: 'last' }] });
+const summary = (): { items: Item[] } => ({
+  items: [
+    { role: 'assistant', content: '[CONTEXT COMPACTION] summary' },
+    { role: 'user', content: 'last' },
+  ],
+});
 
 describe('round trips (P1-P3)', () => {
   it('P1: a rotation costs 2 Redis rounds and 3 sequential DynamoDB calls: begin, read (ownership check beside it), commit', async () => {
@@ -48,7 +53,7 @@ describe('round trips (P1-P3)', () => {
     expectLeanAttempt(phases);
   });
 
-  it('P1: the rotation transaction carries the child\'s items when they fit (no separate BatchWrite)', async () => {
+  it("P1: the rotation transaction carries the child's items when they fit (no separate BatchWrite)", async () => {
     const ref = await seedSession(c.store, turns(40));
     const { calls } = await trips.during(() =>
       compactSession(depsOn(c, { engine: testEngine((items) => ({ items: [summary().items[0]!, ...items.slice(-30)] })) }), {
@@ -58,7 +63,11 @@ describe('round trips (P1-P3)', () => {
         holder: 'p1-items',
       }),
     );
-    expect(calls.filter((x) => x.kind === 'dynamodb').map((x) => x.op)).toEqual(['UpdateItemCommand', 'QueryCommand', 'TransactWriteItemsCommand']);
+    expect(calls.filter((x) => x.kind === 'dynamodb').map((x) => x.op)).toEqual([
+      'UpdateItemCommand',
+      'QueryCommand',
+      'TransactWriteItemsCommand',
+    ]);
   });
 
   it.each([10, 1000])('P3: an in-place compaction of %i items costs the same sequential calls (archiving is off the path)', async (n) => {

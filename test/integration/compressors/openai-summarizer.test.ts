@@ -26,10 +26,17 @@ let reply: Reply;
 const seen: SeenRequest[] = [];
 let requestArrived: () => void = () => {};
 
-const json = (status: number, body: unknown): Reply => (res) => {
-  res.writeHead(status, { 'content-type': 'application/json' }).end(JSON.stringify(body));
-};
-const completion = (content: string | null) => json(200, { id: 'cmpl-1', object: 'chat.completion', choices: [{ index: 0, message: { role: 'assistant', content }, finish_reason: 'stop' }] });
+const json =
+  (status: number, body: unknown): Reply =>
+  (res) => {
+    res.writeHead(status, { 'content-type': 'application/json' }).end(JSON.stringify(body));
+  };
+const completion = (content: string | null) =>
+  json(200, {
+    id: 'cmpl-1',
+    object: 'chat.completion',
+    choices: [{ index: 0, message: { role: 'assistant', content }, finish_reason: 'stop' }],
+  });
 const neverAnswer: Reply = () => {};
 
 // A fresh server (and port) per test: fetch's connection pool never reuses a socket a previous test closed.
@@ -115,7 +122,11 @@ describe('OpenAiSummarizer (chat)', () => {
 
   const failures: { name: string; reply: Reply; warning: RegExp }[] = [
     { name: 'HTTP 500', reply: json(500, { error: { message: 'model overloaded' } }), warning: /HTTP 500: .*model overloaded/ },
-    { name: 'invalid JSON', reply: (res) => res.writeHead(200, { 'content-type': 'application/json' }).end('{"choices": [ oops'), warning: /not valid JSON/ },
+    {
+      name: 'invalid JSON',
+      reply: (res) => res.writeHead(200, { 'content-type': 'application/json' }).end('{"choices": [ oops'),
+      warning: /not valid JSON/,
+    },
     { name: 'empty choices', reply: json(200, { choices: [] }), warning: /no choices/ },
     { name: 'empty content', reply: completion('   '), warning: /empty completion/ },
     { name: 'null content', reply: completion(null), warning: /empty completion/ },
@@ -209,7 +220,10 @@ describe('OpenAiSummarizer (chat)', () => {
     reply = completion('summary');
     const big: Item[] = [
       ...input.slice(0, 2),
-      ...Array.from({ length: 30 }, (_, i): Item => ({ role: i % 2 ? 'assistant' : 'user', content: `turn ${i} ${'lorem ipsum '.repeat(300)}` })),
+      ...Array.from({ length: 30 }, (_, i): Item => ({
+        role: i % 2 ? 'assistant' : 'user',
+        content: `turn ${i} ${'lorem ipsum '.repeat(300)}`,
+      })),
       ...input.slice(2),
     ];
     await summarizer({ maxTranscriptChars: 20_000 }).compress({ format: 'chat', items: big }, options);

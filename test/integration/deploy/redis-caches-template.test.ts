@@ -21,26 +21,29 @@ function block(name: string): string {
 }
 
 describe('redis-caches.yml', () => {
-  it.each([1, 2, 3, 4, 5])('Cache%i is an independent master: one node, no replica or failover, TLS required, AUTH token, no eviction', (i) => {
-    const b = block(`Cache${i}`);
-    expect(b).toContain('Type: AWS::ElastiCache::ReplicationGroup');
-    for (const line of [
-      'NumCacheClusters: 1',
-      'AutomaticFailoverEnabled: false',
-      'MultiAZEnabled: false',
-      'TransitEncryptionEnabled: true',
-      'TransitEncryptionMode: required',
-      'AtRestEncryptionEnabled: true',
-      "AuthToken: !Sub '{{resolve:secretsmanager:${AuthToken}:SecretString:token}}'",
-      'CacheParameterGroupName: !Ref CacheParameters',
-      `PreferredCacheClusterAZs: [!Select [${(i - 1) % 3}, !Ref AvailabilityZones]]`,
-    ]) {
-      expect(b).toContain(line);
-    }
-    expect(b.includes('Condition: FiveCaches')).toBe(i > 3);
-  });
+  it.each([1, 2, 3, 4, 5])(
+    'Cache%i is an independent master: one node, no replica or failover, TLS required, AUTH token, no eviction',
+    (i) => {
+      const b = block(`Cache${i}`);
+      expect(b).toContain('Type: AWS::ElastiCache::ReplicationGroup');
+      for (const line of [
+        'NumCacheClusters: 1',
+        'AutomaticFailoverEnabled: false',
+        'MultiAZEnabled: false',
+        'TransitEncryptionEnabled: true',
+        'TransitEncryptionMode: required',
+        'AtRestEncryptionEnabled: true',
+        "AuthToken: !Sub '{{resolve:secretsmanager:${AuthToken}:SecretString:token}}'",
+        'CacheParameterGroupName: !Ref CacheParameters',
+        `PreferredCacheClusterAZs: [!Select [${(i - 1) % 3}, !Ref AvailabilityZones]]`,
+      ]) {
+        expect(b).toContain(line);
+      }
+      expect(b.includes('Condition: FiveCaches')).toBe(i > 3);
+    },
+  );
 
-  it('refuses eviction (a lease key must live until its TTL) and admits only the functions\' security group', () => {
+  it("refuses eviction (a lease key must live until its TTL) and admits only the functions' security group", () => {
     expect(block('CacheParameters')).toContain('maxmemory-policy: noeviction');
     expect(block('CacheSecurityGroup')).toMatch(/FromPort: 6379\s+ToPort: 6379\s+SourceSecurityGroupId: !Ref ClientSecurityGroupId/);
   });
@@ -48,7 +51,9 @@ describe('redis-caches.yml', () => {
   it('writes every cache URL (rediss://, with the token) to the secret the functions read through SSM', () => {
     const urls = block('RedisUrls');
     const five = /- FiveCaches\n\s+- !Sub\n\s+- '([^']+)'/.exec(urls)![1]!.split(',');
-    expect(five).toEqual([1, 2, 3, 4, 5].map((i) => `rediss://:\${Token}@\${Cache${i}.PrimaryEndPoint.Address}:\${Cache${i}.PrimaryEndPoint.Port}`));
+    expect(five).toEqual(
+      [1, 2, 3, 4, 5].map((i) => `rediss://:\${Token}@\${Cache${i}.PrimaryEndPoint.Address}:\${Cache${i}.PrimaryEndPoint.Port}`),
+    );
     const three = /- FiveCaches[\s\S]*?- !Sub\n\s+- '[^']+'[\s\S]*?- !Sub\n\s+- '([^']+)'/.exec(urls)![1]!.split(',');
     expect(three).toEqual(five.slice(0, 3));
     expect(text).toContain("Value: !Sub '/aws/reference/secretsmanager/session-lineage/${Stage}/redis-urls'");

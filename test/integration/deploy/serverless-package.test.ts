@@ -125,7 +125,9 @@ interface Statement {
   Condition?: unknown;
 }
 function policyStatements(t: Template, role: string): Statement[] {
-  return (t.Resources[role]!.Properties.Policies as { PolicyDocument: { Statement: Statement[] } }[]).flatMap((p) => p.PolicyDocument.Statement);
+  return (t.Resources[role]!.Properties.Policies as { PolicyDocument: { Statement: Statement[] } }[]).flatMap(
+    (p) => p.PolicyDocument.Statement,
+  );
 }
 const actionList = (s: Statement) => (Array.isArray(s.Action) ? s.Action : [s.Action]);
 const actionsOf = (t: Template, role: string) => policyStatements(t, role).flatMap(actionList);
@@ -142,7 +144,10 @@ describe('serverless package', () => {
       expect(files).toContain(`.esbuild/${dir}/index.mjs`);
       for (const f of files) expect(f).toMatch(new RegExp(`^\\.esbuild/${dir}/[\\w-]+\\.mjs$`));
       expect([...files].sort()).toEqual(
-        [...readdirSync(`${projectRoot}/.esbuild/${dir}`)].filter((f) => f.endsWith('.mjs')).map((f) => `.esbuild/${dir}/${f}`).sort(),
+        [...readdirSync(`${projectRoot}/.esbuild/${dir}`)]
+          .filter((f) => f.endsWith('.mjs'))
+          .map((f) => `.esbuild/${dir}/${f}`)
+          .sort(),
       );
     }
   });
@@ -165,7 +170,11 @@ describe('serverless package', () => {
     const roleOf = (handler: string) => /^\$\{(\w+)\.Arn\}$/.exec(byHandler[handler]!.Role['Fn::Sub'] as string)![1]!;
     const roles = ['.esbuild/http/index.handler', '.esbuild/after-turn/index.handler', '.esbuild/sweep/index.handler'].map(roleOf);
     expect(new Set(roles).size).toBe(3);
-    expect(ofType(t, 'AWS::IAM::Role').map(([name]) => name).sort()).toEqual([...roles].sort());
+    expect(
+      ofType(t, 'AWS::IAM::Role')
+        .map(([name]) => name)
+        .sort(),
+    ).toEqual([...roles].sort());
     const [http, afterTurn, sweep] = roles.map((r) => actionsOf(t, r)) as [string[], string[], string[]];
     for (const a of [...http, ...afterTurn, ...sweep]) expect(a).not.toMatch(/\*/);
     expect(http).toContain('sqs:SendMessage');
@@ -181,14 +190,24 @@ describe('serverless package', () => {
     const mapping = ofType(t, 'AWS::Lambda::EventSourceMapping')[0]![1].Properties;
     expect(mapping.FunctionResponseTypes).toEqual(['ReportBatchItemFailures']);
     expect(mapping.ScalingConfig).toEqual({ MaximumConcurrency: 5 });
-    expect(t.Resources.AfterTurnQueue!.Properties.RedrivePolicy.deadLetterTargetArn).toEqual({ 'Fn::GetAtt': ['AfterTurnDeadLetterQueue', 'Arn'] });
+    expect(t.Resources.AfterTurnQueue!.Properties.RedrivePolicy.deadLetterTargetArn).toEqual({
+      'Fn::GetAtt': ['AfterTurnDeadLetterQueue', 'Arn'],
+    });
     expect(ofType(t, 'AWS::Events::Rule')[0]![1].Properties.ScheduleExpression).toBe('rate(5 minutes)');
   });
 
   it('F1: the HTTP API routes are exactly the documented and routed ones (plus the $default catch-all)', () => {
-    const doc = JSON.parse(readFileSync(`${projectRoot}/functions/openapi.json`, 'utf8')) as { paths: Record<string, Record<string, unknown>> };
-    const documented = Object.entries(doc.paths).flatMap(([p, item]) => Object.keys(item).filter((m) => m !== 'parameters').map((m) => `${m.toUpperCase()} ${p}`));
-    const declared = ofType(plain.template, 'AWS::ApiGatewayV2::Route').map(([, r]) => r.Properties.RouteKey as string).filter((k) => k !== '$default');
+    const doc = JSON.parse(readFileSync(`${projectRoot}/functions/openapi.json`, 'utf8')) as {
+      paths: Record<string, Record<string, unknown>>;
+    };
+    const documented = Object.entries(doc.paths).flatMap(([p, item]) =>
+      Object.keys(item)
+        .filter((m) => m !== 'parameters')
+        .map((m) => `${m.toUpperCase()} ${p}`),
+    );
+    const declared = ofType(plain.template, 'AWS::ApiGatewayV2::Route')
+      .map(([, r]) => r.Properties.RouteKey as string)
+      .filter((k) => k !== '$default');
     expect(declared.sort()).toEqual(documented.sort());
     expect(declared.sort()).toEqual(routes.map((r) => `${r.method} ${r.path}`).sort());
   });
@@ -215,7 +234,13 @@ describe('secrets at runtime, never in the template', () => {
   it('no secret-looking value from the packaging environment appears anywhere under .serverless/ (template, state, bundles)', () => {
     expect(plain.dir).toBe(join(projectRoot, '.serverless'));
     expect([...plain.files.keys()]).toEqual(
-      expect.arrayContaining(['cloudformation-template-update-stack.json', 'serverless-state.json', 'http.zip (contents)', 'afterTurn.zip (contents)', 'sweep.zip (contents)']),
+      expect.arrayContaining([
+        'cloudformation-template-update-stack.json',
+        'serverless-state.json',
+        'http.zip (contents)',
+        'afterTurn.zip (contents)',
+        'sweep.zip (contents)',
+      ]),
     );
     for (const pkg of [plain, withVpc]) {
       for (const [file, text] of pkg.files) {
@@ -240,14 +265,18 @@ describe('secrets at runtime, never in the template', () => {
 
   it('each role may read only its own parameters, and decrypt only through SSM', () => {
     const t = plain.template;
-    const param = (name: string) => ({ 'Fn::Sub': `arn:\${AWS::Partition}:ssm:\${AWS::Region}:\${AWS::AccountId}:parameter/session-lineage/dev/${name}` });
-    for (const role of ['HttpRole', 'AfterTurnRole']) expect(resourcesFor(t, role, 'ssm:GetParameter')).toEqual([param('redis-urls'), param('openai-api-key')]);
+    const param = (name: string) => ({
+      'Fn::Sub': `arn:\${AWS::Partition}:ssm:\${AWS::Region}:\${AWS::AccountId}:parameter/session-lineage/dev/${name}`,
+    });
+    for (const role of ['HttpRole', 'AfterTurnRole'])
+      expect(resourcesFor(t, role, 'ssm:GetParameter')).toEqual([param('redis-urls'), param('openai-api-key')]);
     expect(resourcesFor(t, 'SweepRole', 'ssm:GetParameter')).toEqual([param('redis-urls')]);
     for (const role of ROLES) {
       const decrypt = policyStatements(t, role).filter((s) => s.Action === 'kms:Decrypt');
       expect(decrypt).toHaveLength(1);
       expect(decrypt[0]!.Condition).toEqual({ StringEquals: { 'kms:ViaService': [{ 'Fn::Sub': 'ssm.${AWS::Region}.amazonaws.com' }] } });
-      for (const a of ['secretsmanager:GetSecretValue', 'ssm:GetParameters', 'ssm:GetParametersByPath']) expect(actionsOf(t, role)).not.toContain(a);
+      for (const a of ['secretsmanager:GetSecretValue', 'ssm:GetParameters', 'ssm:GetParametersByPath'])
+        expect(actionsOf(t, role)).not.toContain(a);
     }
   });
 
@@ -259,7 +288,9 @@ describe('secrets at runtime, never in the template', () => {
     ]);
     const decrypt = policyStatements(t, 'SweepRole').find((s) => s.Action === 'kms:Decrypt')!;
     expect(decrypt.Condition).toEqual({
-      StringEquals: { 'kms:ViaService': [{ 'Fn::Sub': 'ssm.${AWS::Region}.amazonaws.com' }, { 'Fn::Sub': 'secretsmanager.${AWS::Region}.amazonaws.com' }] },
+      StringEquals: {
+        'kms:ViaService': [{ 'Fn::Sub': 'ssm.${AWS::Region}.amazonaws.com' }, { 'Fn::Sub': 'secretsmanager.${AWS::Region}.amazonaws.com' }],
+      },
     });
   });
 });
@@ -267,7 +298,8 @@ describe('secrets at runtime, never in the template', () => {
 describe('observability and protection', () => {
   it('X-Ray active tracing on every function, with the permission to send segments', () => {
     for (const f of FUNCTIONS) expect(fn(plain.template, f).TracingConfig).toEqual({ Mode: 'Active' });
-    for (const role of ROLES) expect(actionsOf(plain.template, role)).toEqual(expect.arrayContaining(['xray:PutTraceSegments', 'xray:PutTelemetryRecords']));
+    for (const role of ROLES)
+      expect(actionsOf(plain.template, role)).toEqual(expect.arrayContaining(['xray:PutTraceSegments', 'xray:PutTelemetryRecords']));
   });
 
   it('HTTP API: default-route throttling and JSON access logs with the request id, into a log group with retention', () => {
@@ -275,7 +307,12 @@ describe('observability and protection', () => {
     const stage = t.Resources.HttpApiStage!.Properties;
     expect(stage.DefaultRouteSettings).toEqual({ ThrottlingRateLimit: 100, ThrottlingBurstLimit: 200 });
     const format = JSON.parse(stage.AccessLogSettings.Format as string) as Record<string, string>;
-    expect(format).toMatchObject({ requestId: '$context.requestId', status: '$context.status', routeKey: '$context.routeKey', integrationError: '$context.integrationErrorMessage' });
+    expect(format).toMatchObject({
+      requestId: '$context.requestId',
+      status: '$context.status',
+      routeKey: '$context.routeKey',
+      integrationError: '$context.integrationErrorMessage',
+    });
     expect(stage.AccessLogSettings.DestinationArn).toEqual({ 'Fn::GetAtt': ['HttpApiLogGroup', 'Arn'] });
     expect(t.Resources.HttpApiLogGroup!.Properties.RetentionInDays).toBe(14);
   });
@@ -375,7 +412,9 @@ describe('Redis reachability (VPC params)', () => {
       expect(fn(t, f).VpcConfig).toEqual({ SubnetIds: VPC_PARAMS.subnetIds.split(','), SecurityGroupIds: [VPC_PARAMS.securityGroupIds] });
     }
     for (const role of ROLES) {
-      expect(t.Resources[role]!.Properties.ManagedPolicyArns).toEqual([{ 'Fn::Sub': 'arn:${AWS::Partition}:iam::aws:policy/service-role/AWSLambdaVPCAccessExecutionRole' }]);
+      expect(t.Resources[role]!.Properties.ManagedPolicyArns).toEqual([
+        { 'Fn::Sub': 'arn:${AWS::Partition}:iam::aws:policy/service-role/AWSLambdaVPCAccessExecutionRole' },
+      ]);
     }
     expect(fn(t, 'HttpLambdaFunction').ReservedConcurrentExecutions).toBe(50);
     expect(fn(t, 'AfterTurnLambdaFunction').ReservedConcurrentExecutions).toBe(10);
@@ -385,10 +424,16 @@ describe('Redis reachability (VPC params)', () => {
 
   it('vpcId + route tables: a DynamoDB gateway endpoint and SQS / SSM / EventBridge interface endpoints open to the functions', () => {
     const t = withVpc.template;
-    const endpoints = Object.fromEntries(ofType(t, 'AWS::EC2::VPCEndpoint').map(([, r]) => [r.Properties.ServiceName['Fn::Sub'] as string, r.Properties]));
+    const endpoints = Object.fromEntries(
+      ofType(t, 'AWS::EC2::VPCEndpoint').map(([, r]) => [r.Properties.ServiceName['Fn::Sub'] as string, r.Properties]),
+    );
     const name = (s: string) => `com.amazonaws.\${AWS::Region}.${s}`;
     expect(Object.keys(endpoints).sort()).toEqual(['dynamodb', 'events', 'sqs', 'ssm'].map(name).sort());
-    expect(endpoints[name('dynamodb')]).toMatchObject({ VpcEndpointType: 'Gateway', VpcId: VPC_PARAMS.vpcId, RouteTableIds: VPC_PARAMS.routeTableIds.split(',') });
+    expect(endpoints[name('dynamodb')]).toMatchObject({
+      VpcEndpointType: 'Gateway',
+      VpcId: VPC_PARAMS.vpcId,
+      RouteTableIds: VPC_PARAMS.routeTableIds.split(','),
+    });
     for (const s of ['sqs', 'ssm', 'events']) {
       expect(endpoints[name(s)]).toMatchObject({
         VpcEndpointType: 'Interface',
@@ -403,11 +448,15 @@ describe('Redis reachability (VPC params)', () => {
   });
 
   it('a malformed param fails packaging with a message naming it', async () => {
-    const output = await run('npm', ['run', 'package', '--', '--package', join(tmp, 'bad'), ...paramArgs({ subnetIds: 'subnet-0123456789abcdef0' })], {
-      cwd: projectRoot,
-      env: packagingEnv(),
-      timeout: 120_000,
-    }).then(
+    const output = await run(
+      'npm',
+      ['run', 'package', '--', '--package', join(tmp, 'bad'), ...paramArgs({ subnetIds: 'subnet-0123456789abcdef0' })],
+      {
+        cwd: projectRoot,
+        env: packagingEnv(),
+        timeout: 120_000,
+      },
+    ).then(
       () => 'packaged',
       (e: { stdout?: string; stderr?: string }) => `${e.stdout ?? ''}${e.stderr ?? ''}`,
     );

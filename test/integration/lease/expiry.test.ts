@@ -45,7 +45,14 @@ describe('lease expiry and refresh', () => {
       if (contender.acquired) await b.lease.release(contender);
       // Longest span in which no refresh can have reached Redis (upper bound).
       const spans = successes.map(([start], k) => (successes[k + 1]?.[1] ?? checkedAt) - start);
-      return { held: holder === lease.token, contender, lease, calls: refresh.mock.calls.length, aborted: refresher.signal.aborted, maxSpan: Math.max(...spans) };
+      return {
+        held: holder === lease.token,
+        contender,
+        lease,
+        calls: refresh.mock.calls.length,
+        aborted: refresher.signal.aborted,
+        maxSpan: Math.max(...spans),
+      };
     };
     // On a loaded 2-core box the process can stall longer than the TTL, and then losing the
     // lease is correct. Such a round must show a refresh-free span > TTL; only then retry.
@@ -67,7 +74,12 @@ describe('lease expiry and refresh', () => {
     const ttlMs = 2000;
     const lease = acquired(await a.lease.tryAcquire(key, { ttlMs, holder: 'paused' }));
     const onGiveUp = vi.fn();
-    const refresher = new LeaseRefresher({ refresh: async () => (await a.lease.refresh(lease)).refreshed, ttlMs, intervalMs: 100, onGiveUp });
+    const refresher = new LeaseRefresher({
+      refresh: async () => (await a.lease.refresh(lease)).refreshed,
+      ttlMs,
+      intervalMs: 100,
+      onGiveUp,
+    });
     // Another holder took the key (as after an expiry under a paused owner).
     await Promise.all(a.clients.map((c) => c.set(`lease:session:${key}`, 'other#1', 'PX', 30_000)));
     refresher.start();

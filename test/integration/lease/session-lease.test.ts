@@ -119,7 +119,7 @@ describe('SessionLease on shared Redis nodes', () => {
     expect(await valuesOnNodes(a.clients, key)).toEqual([null, null, null]);
   });
 
-  it("L3: refresh and release are refused once the value was changed behind the owner; the other value survives", async () => {
+  it('L3: refresh and release are refused once the value was changed behind the owner; the other value survives', async () => {
     const key = newSessionKey();
     const lease = acquired(await a.lease.tryAcquire(key, { ttlMs: TTL, holder: 'a' }));
     await Promise.all(a.clients.map((c) => c.set(`lease:session:${key}`, 'intruder#1', 'PX', TTL)));

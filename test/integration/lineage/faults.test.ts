@@ -37,10 +37,15 @@ function injectBefore(client: DynamoDBClient, match: Matcher, makeError: () => E
   return state;
 }
 
-const serviceError = (name: string, extra: Record<string, unknown> = {}) => () =>
-  Object.assign(new Error(name), { name, $fault: 'client', $metadata: { httpStatusCode: 400 }, ...extra });
+const serviceError =
+  (name: string, extra: Record<string, unknown> = {}) =>
+  () =>
+    Object.assign(new Error(name), { name, $fault: 'client', $metadata: { httpStatusCode: 400 }, ...extra });
 
-const isCommand = (name: string): Matcher => (cmd) => cmd === name;
+const isCommand =
+  (name: string): Matcher =>
+  (cmd) =>
+    cmd === name;
 const summary: Item = { role: 'assistant', content: 'summary' };
 const isTransaction = isCommandName('TransactWriteItemsCommand');
 function isCommandName(name: string): Matcher {
@@ -80,7 +85,7 @@ describe('bounded retries', () => {
     expect(state.sent).toBe(3);
   });
 
-  it('a throttle that clears within the SDK\'s attempts is invisible to the caller', async () => {
+  it("a throttle that clears within the SDK's attempts is invisible to the caller", async () => {
     const client = faultyClient();
     const store = makeStore(client, { retry: fastRetry });
     const ref = await newSession(store, []);
@@ -239,7 +244,7 @@ describe('a newer attempt begins mid-commit (L6)', () => {
     expect(await other.readAll(ref)).toEqual(msgs(1, 4));
   });
 
-  it('I4: an append landing before a pre-written rotation\'s transaction is carried into the child', async () => {
+  it("I4: an append landing before a pre-written rotation's transaction is carried into the child", async () => {
     const client = faultyClient();
     const store = makeStore(client);
     const other = makeStore();
@@ -303,9 +308,12 @@ describe('sustained appends (issue 11: a seal bounds the commit)', () => {
     const final = await makeStore().readAll(ref);
     // Appends that beat the seal are in the carried tail; the one held back by the seal landed after the flip.
     expect(final.slice(0, out.items.length)).toEqual(out.items);
-    expect(final.filter((m) => (m.content as string).startsWith('message 1')).map((m) => m.content).sort()).toEqual(
-      state.landed.map((n) => `message ${n}`).sort(),
-    );
+    expect(
+      final
+        .filter((m) => (m.content as string).startsWith('message 1'))
+        .map((m) => m.content)
+        .sort(),
+    ).toEqual(state.landed.map((n) => `message ${n}`).sort());
   });
 
   it('I4/F1: rotating, the append held back by the seal is refused afterwards naming the new child (never lost)', async () => {

@@ -100,9 +100,9 @@ describe('idempotent appends (A3)', () => {
     const ref = await newSession(store, []);
     const k = `k-${randomUUID()}`;
     await store.appendItems(ref, { prepare: asIs([msg(1)]), idempotency: { key: k, requestHash: 'a' }, respond });
-    await expect(store.appendItems(ref, { prepare: asIs([msg(2)]), idempotency: { key: k, requestHash: 'b' }, respond })).rejects.toBeInstanceOf(
-      IdempotencyKeyReusedError,
-    );
+    await expect(
+      store.appendItems(ref, { prepare: asIs([msg(2)]), idempotency: { key: k, requestHash: 'b' }, respond }),
+    ).rejects.toBeInstanceOf(IdempotencyKeyReusedError);
     expect(await store.readAll(ref)).toEqual([msg(1)]);
   });
 
@@ -215,7 +215,7 @@ describe('paging (A5)', () => {
     let done = false;
     void appending.then(() => (done = true));
     // Page to the end as it stands; while appends are still landing, carry on from the last item read.
-    for (let more = true; more; ) {
+    for (let more = true; more;) {
       // Read before the page: a page read after the last append finished sees every item.
       const finished = done;
       const p = await store.readPage(ref, { limit: 25, maxBytes: 4_500_000, ...(from ? { from } : {}) });

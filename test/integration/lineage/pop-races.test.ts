@@ -24,7 +24,11 @@ describe('pop racing the end of an attempt (A6, F1; found by the adversarial pas
     client.middlewareStack.add(
       (next) => async (args) => {
         const input = args.input as { TransactItems?: { Delete?: unknown; Update?: { UpdateExpression?: string } }[] };
-        if (hook && input.TransactItems?.some((t) => t.Delete) && input.TransactItems.some((t) => t.Update?.UpdateExpression?.includes('#stale'))) {
+        if (
+          hook &&
+          input.TransactItems?.some((t) => t.Delete) &&
+          input.TransactItems.some((t) => t.Update?.UpdateExpression?.includes('#stale'))
+        ) {
           const h = hook;
           hook = undefined;
           await h();

@@ -20,7 +20,10 @@ export function dynamoClient(): DynamoDBClient {
   return createDynamoClient({ endpoint: process.env.DYNAMODB_ENDPOINT });
 }
 
-export function makeStore(client: DynamoDBClient = dynamoClient(), opts: Partial<Omit<DynamoLineageStoreOptions, 'client'>> = {}): DynamoLineageStore {
+export function makeStore(
+  client: DynamoDBClient = dynamoClient(),
+  opts: Partial<Omit<DynamoLineageStoreOptions, 'client'>> = {},
+): DynamoLineageStore {
   return new DynamoLineageStore({ client, tableName: tableName(), ...opts });
 }
 
@@ -59,13 +62,20 @@ export const doc = (client: DynamoDBClient) => DynamoDBDocumentClient.from(clien
 /** Raw items under a session's pk (bypassing the store), e.g. to prove nothing was left behind. */
 export async function rawItems(client: DynamoDBClient, ref: SessionRef): Promise<Record<string, unknown>[]> {
   const out = await doc(client).send(
-    new QueryCommand({ TableName: tableName(), KeyConditionExpression: 'pk = :pk', ExpressionAttributeValues: { ':pk': sessionPk(ref) }, ConsistentRead: true }),
+    new QueryCommand({
+      TableName: tableName(),
+      KeyConditionExpression: 'pk = :pk',
+      ExpressionAttributeValues: { ':pk': sessionPk(ref) },
+      ConsistentRead: true,
+    }),
   );
   return out.Items ?? [];
 }
 
 export async function rawMeta(client: DynamoDBClient, ref: SessionRef): Promise<Record<string, unknown> | undefined> {
-  const out = await doc(client).send(new GetCommand({ TableName: tableName(), Key: { pk: sessionPk(ref), sk: 'META' }, ConsistentRead: true }));
+  const out = await doc(client).send(
+    new GetCommand({ TableName: tableName(), Key: { pk: sessionPk(ref), sk: 'META' }, ConsistentRead: true }),
+  );
   return out.Item;
 }
 
@@ -74,7 +84,14 @@ export async function putRawMeta(client: DynamoDBClient, ref: SessionRef, fields
   await doc(client).send(
     new PutCommand({
       TableName: tableName(),
-      Item: { pk: sessionPk(ref), sk: 'META', tenantId: ref.tenantId, sessionId: ref.sessionId, createdAt: new Date().toISOString(), ...fields },
+      Item: {
+        pk: sessionPk(ref),
+        sk: 'META',
+        tenantId: ref.tenantId,
+        sessionId: ref.sessionId,
+        createdAt: new Date().toISOString(),
+        ...fields,
+      },
     }),
   );
 }

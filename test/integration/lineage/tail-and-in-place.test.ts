@@ -2,7 +2,13 @@
 import { randomUUID } from 'node:crypto';
 import { DescribeTimeToLiveCommand } from '@aws-sdk/client-dynamodb';
 import { afterAll, describe, expect, it } from 'vitest';
-import { ItemTooLargeError, MAX_ITEM_BYTES, SessionEndedError, SessionExistsError, SessionNotFoundError } from '../../../lib/lineage/index.js';
+import {
+  ItemTooLargeError,
+  MAX_ITEM_BYTES,
+  SessionEndedError,
+  SessionExistsError,
+  SessionNotFoundError,
+} from '../../../lib/lineage/index.js';
 import { messageSk, taskSk } from '../../../lib/lineage/dynamo/keys.js';
 import { asIs } from '../../../lib/lineage/prepare.js';
 import type { Item } from '../../../lib/items/types.js';
@@ -108,7 +114,9 @@ describe('in-place commit (C11, P3)', () => {
     const early = await store.listSweepWork(NOW, 1000);
     expect(early.tasks.filter((t) => t.ref.sessionId === ref.sessionId)).toEqual([]);
     const due = await store.listSweepWork(out.archive.dueAt + 1, 1000);
-    expect(due.tasks.filter((t) => t.ref.sessionId === ref.sessionId)).toEqual([expect.objectContaining({ kind: 'archive', generation: 0 })]);
+    expect(due.tasks.filter((t) => t.ref.sessionId === ref.sessionId)).toEqual([
+      expect.objectContaining({ kind: 'archive', generation: 0 }),
+    ]);
   });
 
   it('C11: TTL is enabled on the table for expiresAt', async () => {
@@ -131,7 +139,11 @@ describe('in-place commit (C11, P3)', () => {
 
 describe('sizes', () => {
   it('a transcript over 400 KB round-trips intact; a commit too big for one transaction writes its items first', async () => {
-    const big = Array.from({ length: 120 }, (_, i): Item => ({ role: i % 2 ? 'assistant' : 'user', content: `${i}:` + 'x'.repeat(30_000) + 'é', tool_call_id: `call-${i}` }));
+    const big = Array.from({ length: 120 }, (_, i): Item => ({
+      role: i % 2 ? 'assistant' : 'user',
+      content: `${i}:` + 'x'.repeat(30_000) + 'é',
+      tool_call_id: `call-${i}`,
+    }));
     const ref = await newSession(store, big);
     expect(await store.readAll(ref)).toEqual(big);
     const begun = await begin(store, ref);

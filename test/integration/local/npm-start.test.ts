@@ -61,7 +61,10 @@ describe('npm start', () => {
   ])('refuses to start when %s is taken: exit 1, the port named, nothing started', async (variable, what) => {
     const taken = await foreignServer();
     const other = String(await freePort());
-    const env = variable === 'HTTP_PORT' ? { HTTP_PORT: String(taken.port), LAMBDA_PORT: other } : { HTTP_PORT: other, LAMBDA_PORT: String(taken.port) };
+    const env =
+      variable === 'HTTP_PORT'
+        ? { HTTP_PORT: String(taken.port), LAMBDA_PORT: other }
+        : { HTTP_PORT: other, LAMBDA_PORT: String(taken.port) };
     const started = Date.now();
     const run = await npmStart(env);
     expect(run.code).toBe(1);

@@ -39,7 +39,8 @@ async function through(fault: ProxyFault, opts: Parameters<typeof createDynamoCl
 const key = () => ({ pk: { S: `TRANSPORT#${randomUUID()}` }, sk: { S: 'ITEM' } });
 const putNew = (k: ReturnType<typeof key>) =>
   new PutItemCommand({ TableName: tableName, Item: { ...k, v: { S: 'once' } }, ConditionExpression: 'attribute_not_exists(pk)' });
-const read = async (k: ReturnType<typeof key>) => (await direct.send(new GetItemCommand({ TableName: tableName, Key: k, ConsistentRead: true }))).Item;
+const read = async (k: ReturnType<typeof key>) =>
+  (await direct.send(new GetItemCommand({ TableName: tableName, Key: k, ConsistentRead: true }))).Item;
 
 describe('DynamoDB transport (lib/clients.ts)', () => {
   it('a conditional PutItem whose connection is reset before DynamoDB saw it is resent and lands once', async () => {
@@ -62,7 +63,14 @@ describe('DynamoDB transport (lib/clients.ts)', () => {
         ClientRequestToken: token,
         TransactItems: [
           { Put: { TableName: tableName, Item: { ...created, v: { S: 'once' } }, ConditionExpression: 'attribute_not_exists(pk)' } },
-          { Update: { TableName: tableName, Key: counter, UpdateExpression: 'ADD n :one', ExpressionAttributeValues: { ':one': { N: '1' } } } },
+          {
+            Update: {
+              TableName: tableName,
+              Key: counter,
+              UpdateExpression: 'ADD n :one',
+              ExpressionAttributeValues: { ':one': { N: '1' } },
+            },
+          },
         ],
       }),
     );
@@ -80,7 +88,16 @@ describe('DynamoDB transport (lib/clients.ts)', () => {
     await direct.send(new PutItemCommand({ TableName: tableName, Item: { ...counter, n: { N: '0' } } }));
     await client.send(
       new TransactWriteItemsCommand({
-        TransactItems: [{ Update: { TableName: tableName, Key: counter, UpdateExpression: 'ADD n :one', ExpressionAttributeValues: { ':one': { N: '1' } } } }],
+        TransactItems: [
+          {
+            Update: {
+              TableName: tableName,
+              Key: counter,
+              UpdateExpression: 'ADD n :one',
+              ExpressionAttributeValues: { ':one': { N: '1' } },
+            },
+          },
+        ],
       }),
     );
     const tokens = proxy.forwardedBodies.map((b) => (JSON.parse(b) as { ClientRequestToken?: string }).ClientRequestToken);

@@ -62,7 +62,11 @@ async function logLines<T>(fn: () => Promise<T>): Promise<{ value: T; lines: Rec
   });
   try {
     const value = await fn();
-    const lines = chunks.join('').split('\n').filter((l) => l.startsWith('{')).map((l) => JSON.parse(l) as Record<string, unknown>);
+    const lines = chunks
+      .join('')
+      .split('\n')
+      .filter((l) => l.startsWith('{'))
+      .map((l) => JSON.parse(l) as Record<string, unknown>);
     return { value, lines };
   } finally {
     spy.mockRestore();
@@ -110,7 +114,9 @@ describe('composition root (lib/runtime.ts)', () => {
       OPENAI_API_KEY_SSM_PARAM: '/slc/openai',
     };
     const rt = runtimeOf({ env, secrets });
-    await expect(sweepDeps(rt)).rejects.toThrow(/Cannot read SSM parameter "\/slc\/redis" \(REDIS_URLS_SSM_PARAM\): Error: SSM is briefly unavailable/);
+    await expect(sweepDeps(rt)).rejects.toThrow(
+      /Cannot read SSM parameter "\/slc\/redis" \(REDIS_URLS_SSM_PARAM\): Error: SSM is briefly unavailable/,
+    );
     const sweep = await sweepDeps(rt);
     // The Redis URLs came from SSM, not from the dead REDIS_URLS.
     expect(await sweep.leaseHeld!({ tenantId, sessionId: randomUUID() })).toBe(false);
@@ -121,7 +127,9 @@ describe('composition root (lib/runtime.ts)', () => {
   });
 
   it('the publisher comes from the parsed config: the local invoke endpoint, else a no-op', async () => {
-    const local = runtimeOf({ env: { ...stackEnv(), LOCAL_LAMBDA_ENDPOINT: 'http://127.0.0.1:3002', AWS_LAMBDA_FUNCTION_NAME: 'slc-local-http' } });
+    const local = runtimeOf({
+      env: { ...stackEnv(), LOCAL_LAMBDA_ENDPOINT: 'http://127.0.0.1:3002', AWS_LAMBDA_FUNCTION_NAME: 'slc-local-http' },
+    });
     expect(await afterTurnPublisher(local)).toBeInstanceOf(LocalLambdaAfterTurnPublisher);
     expect(await afterTurnPublisher(runtimeOf({ env: stackEnv() }))).toBeInstanceOf(NoopAfterTurnPublisher);
   });
@@ -134,21 +142,36 @@ describe('composition root (lib/runtime.ts)', () => {
     const created = await store.createSession({ tenantId });
     if (created.replayed) throw new Error('unexpected replay');
     const ref = { tenantId, sessionId: created.session.sessionId };
-    await store.appendItems(ref, { prepare: asIs(Array.from({ length: 12 }, (_, i) => ({ role: i % 2 ? 'assistant' : 'user', content: `turn ${i} `.repeat(30) }))) });
+    await store.appendItems(ref, {
+      prepare: asIs(Array.from({ length: 12 }, (_, i) => ({ role: i % 2 ? 'assistant' : 'user', content: `turn ${i} `.repeat(30) }))),
+    });
     const compact = await compaction(rt);
-    const { value, lines } = await logLines(() => compact({ ref, mode: 'rotate', origin: 'manual', holder: 'metrics', correlationId: 'req-42' }));
+    const { value, lines } = await logLines(() =>
+      compact({ ref, mode: 'rotate', origin: 'manual', holder: 'metrics', correlationId: 'req-42' }),
+    );
     expect(value.outcome).toBe('compressed');
     const emf = lines.filter((l) => '_aws' in l);
-    expect(emf).toContainEqual(expect.objectContaining({ Compactions: 1, outcome: 'compressed', reason: 'none', service: 'slc-metrics-test' }));
+    expect(emf).toContainEqual(
+      expect.objectContaining({ Compactions: 1, outcome: 'compressed', reason: 'none', service: 'slc-metrics-test' }),
+    );
     expect(emf).toContainEqual(expect.objectContaining({ LeaseUnavailable: 0 }));
     expect(emf.some((l) => typeof l.CommitLatency === 'number')).toBe(true);
     const events = await readCompactionEvents(file);
     expect(events).toEqual([
-      expect.objectContaining({ tenantId, parentSessionId: ref.sessionId, childSessionId: value.sessionId, sessionId: value.sessionId, mode: 'rotate', correlationId: 'req-42' }),
+      expect.objectContaining({
+        tenantId,
+        parentSessionId: ref.sessionId,
+        childSessionId: value.sessionId,
+        sessionId: value.sessionId,
+        mode: 'rotate',
+        correlationId: 'req-42',
+      }),
     ]);
     // A loser is counted too (contention), and publishes nothing.
     const { lines: again } = await logLines(() => compact({ ref, mode: 'rotate', origin: 'manual', holder: 'metrics-2' }));
-    expect(again.filter((l) => '_aws' in l)).toContainEqual(expect.objectContaining({ Compactions: 1, outcome: 'skipped', reason: 'adopted' }));
+    expect(again.filter((l) => '_aws' in l)).toContainEqual(
+      expect.objectContaining({ Compactions: 1, outcome: 'skipped', reason: 'adopted' }),
+    );
     expect(await readCompactionEvents(file)).toHaveLength(1);
     rmSync(dir, { recursive: true, force: true });
   });
@@ -175,16 +198,16 @@ describe('the exported handlers answer through the container runtime', () => {
     const afterTurn = (await import('../../../functions/after-turn.js')).handler;
     const sweep = (await import('../../../functions/sweep.js')).handler;
 
-    const created = (await http(request('POST', '/sessions', { source: 'runtime-test' }) as never, context));
+    const created = await http(request('POST', '/sessions', { source: 'runtime-test' }) as never, context);
     expect(created.statusCode).toBe(201);
     const sessionId = (JSON.parse(created.body!) as { session: { sessionId: string } }).session.sessionId;
-    const read = (await http(request('GET', `/sessions/${sessionId}`) as never, context));
+    const read = await http(request('GET', `/sessions/${sessionId}`) as never, context);
     expect(read.statusCode).toBe(200);
 
     const event = sqsShapedEvent([{ messageId: randomUUID(), body: JSON.stringify({ tenantId, sessionId, origin: 'turn' }) }]);
-    expect((await afterTurn(event, context))).toEqual({ batchItemFailures: [] });
+    expect(await afterTurn(event, context)).toEqual({ batchItemFailures: [] });
 
-    const { value, lines } = await logLines(async () => (await sweep({}, context)));
+    const { value, lines } = await logLines(async () => await sweep({}, context));
     expect(value).toMatchObject({ forksFound: 0, cleanupFailures: 0 });
     expect(lines.find((l) => l.message === 'sweep finished')).toMatchObject({ service: 'session-lineage' });
   });

@@ -31,7 +31,11 @@ async function rotations(store: DynamoLineageStore, n: number): Promise<void> {
     if (r.replayed) throw new Error('unexpected replay');
     const ref = { tenantId, sessionId: r.session.sessionId };
     await store.appendItems(ref, { prepare: asIs(transcript(3, 3)) });
-    const begun = await store.beginAttempt(ref, { holder: 'rotate', leaseExpiresAt: Date.now() + 60_000, activityLabel: 'compaction started' });
+    const begun = await store.beginAttempt(ref, {
+      holder: 'rotate',
+      leaseExpiresAt: Date.now() + 60_000,
+      activityLabel: 'compaction started',
+    });
     await store.commitRotation(ref, begun, { compacted: transcript(1, 2), tokenEstimates: [1], activityLabel: 'compaction completed' });
   });
 }

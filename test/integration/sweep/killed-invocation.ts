@@ -43,7 +43,11 @@ export async function killedRotation(
   );
   const store = new DynamoLineageStore({ client: ddb, tableName: opts.tableName });
   try {
-    const begun = await store.beginAttempt(opts.ref, { holder: `killed-${randomUUID()}`, leaseExpiresAt: opts.leaseExpiresAt, activityLabel: 'compaction started' });
+    const begun = await store.beginAttempt(opts.ref, {
+      holder: `killed-${randomUUID()}`,
+      leaseExpiresAt: opts.leaseExpiresAt,
+      activityLabel: 'compaction started',
+    });
     const input = { compacted, tokenEstimates: compacted.map(() => 1), activityLabel: 'compaction completed' };
     const died = await store.commitRotation(opts.ref, begun, input).then(
       () => false,

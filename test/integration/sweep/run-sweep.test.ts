@@ -71,7 +71,10 @@ describe('runSweep (SPEC S1-S3)', () => {
     expect(typeof (await rotate(ref))).toBe('string');
 
     // Nothing left for a second run.
-    expect(await runSweep({ store, now: () => Date.now() + 120_000 })).toMatchObject({ expiredAttemptsCleaned: 0, orphanMessagesRemoved: 0 });
+    expect(await runSweep({ store, now: () => Date.now() + 120_000 })).toMatchObject({
+      expiredAttemptsCleaned: 0,
+      orphanMessagesRemoved: 0,
+    });
   });
 
   it('S2: reports a parent with two children (a fork written with raw PutItems), and not one with a single child', async () => {
@@ -110,10 +113,7 @@ describe('runSweep (SPEC S1-S3)', () => {
   it('S3: a sweep racing a live compaction commit leaves exactly one child', async () => {
     const ref = await session();
     const begun = await liveAttempt(ref, Date.now() + 3_600_000);
-    const [sweep, committed] = await Promise.all([
-      runSweep({ store, now: () => Date.now() }),
-      commit(ref, begun),
-    ]);
+    const [sweep, committed] = await Promise.all([runSweep({ store, now: () => Date.now() }), commit(ref, begun)]);
     expect(sweep.expiredAttemptsCleaned).toBe(0);
     expect(committed.child.sessionId).toBe(begun.attempt.pendingChildId);
     expect(await store.children(ref)).toHaveLength(1);
@@ -207,7 +207,7 @@ describe('runSweep (SPEC S1-S3)', () => {
     const begun = await liveAttempt(ref, Date.now() + 60_000);
     const compacted = transcript(1, 3);
     const out = await store.commitInPlace(ref, begun, { compacted, tokenEstimates: [1], activityLabel: 'compaction completed' });
-    const oldItems = async () => (await messageItemCount(ddb, tableName, ref));
+    const oldItems = async () => await messageItemCount(ddb, tableName, ref);
     expect(await oldItems()).toBe(7);
     const early = await runSweep({ store });
     expect(early.tasksRun).toBe(0);
@@ -218,7 +218,7 @@ describe('runSweep (SPEC S1-S3)', () => {
     expect(await store.readAll(ref)).toEqual(compacted);
   });
 
-  it('A6/S1: a deleted session\'s purge is finished by the sweep when the background purge did not run', async () => {
+  it("A6/S1: a deleted session's purge is finished by the sweep when the background purge did not run", async () => {
     const ref = await session();
     // A store whose background work never happens (the container froze right after answering).
     const frozen = Object.create(store) as DynamoLineageStore;

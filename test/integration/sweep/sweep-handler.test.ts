@@ -35,7 +35,10 @@ async function capturingOutput<T>(fn: () => Promise<T>): Promise<{ value: T; lin
     chunks.push(typeof chunk === 'string' ? chunk : Buffer.from(chunk).toString('utf8'));
     return true;
   };
-  const spies = [vi.spyOn(process.stdout, 'write').mockImplementation(capture), vi.spyOn(process.stderr, 'write').mockImplementation(capture)];
+  const spies = [
+    vi.spyOn(process.stdout, 'write').mockImplementation(capture),
+    vi.spyOn(process.stderr, 'write').mockImplementation(capture),
+  ];
   try {
     const value = await fn();
     const lines = chunks
@@ -84,7 +87,10 @@ describe('sweep handler (SPEC S1, S2)', () => {
     const own = await infraTable(ddb, 'sweep-empty');
     const logger = new Logger({ serviceName: 'sweep-test' });
     const metrics = new Metrics({ serviceName: 'sweep-test', namespace: 'SessionLineageTest' });
-    const handler = createSweepHandler(async () => ({ store: new DynamoLineageStore({ client: ddb, tableName: own }) }), { logger, metrics });
+    const handler = createSweepHandler(async () => ({ store: new DynamoLineageStore({ client: ddb, tableName: own }) }), {
+      logger,
+      metrics,
+    });
     const { value, lines } = await capturingOutput(() => handler({}, context));
     expect(value).toMatchObject({ expiredAttemptsCleaned: 0, orphanMessagesRemoved: 0, forksFound: 0 });
     expect(lines.find((l) => '_aws' in l)).toMatchObject({ ExpiredAttemptsCleaned: 0, OrphansRemoved: 0, ForksFound: 0 });

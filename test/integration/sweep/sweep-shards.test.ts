@@ -66,7 +66,11 @@ async function expired(tenantId: string): Promise<SessionRef> {
   const got = STUCK.has(shard) ? await lease.tryAcquire(sessionKey(ref), { ttlMs: 60_000, holder: 'still-compacting' }) : undefined;
   if (got && !got.acquired) throw new Error('lease not acquired');
   if (got) held.push(got);
-  await store.beginAttempt(ref, { holder: got?.token ?? `crashed-${randomUUID()}`, leaseExpiresAt: Date.now() - 60_000, activityLabel: 'compaction started' });
+  await store.beginAttempt(ref, {
+    holder: got?.token ?? `crashed-${randomUUID()}`,
+    leaseExpiresAt: Date.now() - 60_000,
+    activityLabel: 'compaction started',
+  });
   return ref;
 }
 

@@ -11,7 +11,6 @@ import { makeCoordinator } from './coordinator.js';
 import { CRASH_EXIT_CODE, crashPoints, type CrashPoint } from './crash-points.js';
 import { fixedEngine, keepingEngine } from './engines.js';
 
-
 function die(point: string): never {
   // Synchronous write so the parent can see where we died even though exit skips flushing.
   process.stderr.write(`crash-child: dying at ${point}\n`);

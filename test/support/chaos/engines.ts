@@ -43,7 +43,9 @@ export function keepingEngine(keep: number, onCall?: () => void): CompressionEng
     async compress({ items }: Transcript): Promise<CompressResult> {
       engine.calls++;
       onCall?.();
-      return { items: [{ role: 'assistant', content: `${SUMMARY_PREFIX} ${items.length - keep} items summarized` }, ...items.slice(-keep)] };
+      return {
+        items: [{ role: 'assistant', content: `${SUMMARY_PREFIX} ${items.length - keep} items summarized` }, ...items.slice(-keep)],
+      };
     },
   };
   return engine;

@@ -28,7 +28,17 @@ export interface StormTally {
   rotations: { parent: string; child: string }[];
 }
 
-export const emptyTally = (): StormTally => ({ acks: [], unacked: [], appendRequests: 0, follows409: 0, answers: {}, unexpected: [], compressRequests: 0, unavailableAt: [], rotations: [] });
+export const emptyTally = (): StormTally => ({
+  acks: [],
+  unacked: [],
+  appendRequests: 0,
+  follows409: 0,
+  answers: {},
+  unexpected: [],
+  compressRequests: 0,
+  unavailableAt: [],
+  rotations: [],
+});
 
 /** The live tip each chain is known to have, shared by its appenders and compactors. */
 export type Tips = Map<string, string>;
@@ -60,7 +70,13 @@ async function post(http: StormHttp, path: string, body: unknown, headers: Recor
 }
 
 function count(t: StormTally, route: string, a: Answer | 'dropped'): string {
-  const what = a === 'dropped' ? 'dropped' : [a.status, (a.body?.error as { code?: string } | undefined)?.code ?? a.body?.outcome, a.body?.reason].filter((x) => x !== undefined).map(String).join(' ');
+  const what =
+    a === 'dropped'
+      ? 'dropped'
+      : [a.status, (a.body?.error as { code?: string } | undefined)?.code ?? a.body?.outcome, a.body?.reason]
+          .filter((x) => x !== undefined)
+          .map(String)
+          .join(' ');
   const label = `${route} ${what}`;
   if (a !== 'dropped' && a.status === 503) t.unavailableAt.push(Date.now());
   t.answers[label] = (t.answers[label] ?? 0) + 1;
@@ -73,7 +89,8 @@ export function stormItem(marker: string, n: number): Record<string, string> {
   return { role: n % 2 === 0 ? 'user' : 'assistant', content: `${marker} ${words}` };
 }
 
-export const markerOf = (content: unknown): string | undefined => (typeof content === 'string' && !content.startsWith(SUMMARY_PREFIX) ? content.split(' ')[0] : undefined);
+export const markerOf = (content: unknown): string | undefined =>
+  typeof content === 'string' && !content.startsWith(SUMMARY_PREFIX) ? content.split(' ')[0] : undefined;
 
 export interface AppenderOptions {
   http: StormHttp;

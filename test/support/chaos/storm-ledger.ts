@@ -113,7 +113,8 @@ export function buildLedger(input: LedgerInput): Ledger {
   for (const id of gens.keys()) if (!metas.has(id)) orphans.push(`${id}: items without a session record`);
 
   const children = new Map<string, string[]>();
-  for (const m of metas.values()) if (m.parentSessionId) children.set(m.parentSessionId, [...(children.get(m.parentSessionId) ?? []), m.sessionId]);
+  for (const m of metas.values())
+    if (m.parentSessionId) children.set(m.parentSessionId, [...(children.get(m.parentSessionId) ?? []), m.sessionId]);
   const forks = [...children].filter(([, c]) => c.length > 1).map(([p, c]) => `${p} -> ${c.join(', ')}`);
   const attemptsLeft = [...metas.values()].filter((m) => m.attempt !== undefined || m.seal !== undefined).map((m) => m.sessionId);
 
@@ -147,13 +148,18 @@ export function buildLedger(input: LedgerInput): Ledger {
       const firstKept = s >= 0 ? after[s + 1] : undefined;
       const j = firstKept === undefined ? -1 : before.findIndex((x) => JSON.stringify(x) === JSON.stringify(firstKept));
       if (s < 0 || j < 0) {
-        losses.push(`step ${i} of ${root} (${transcripts[i - 1]!.sessionId} -> ${transcripts[i]!.sessionId}): no new summary followed by a kept item of its input`);
+        losses.push(
+          `step ${i} of ${root} (${transcripts[i - 1]!.sessionId} -> ${transcripts[i]!.sessionId}): no new summary followed by a kept item of its input`,
+        );
         return;
       }
       const suffix = before.slice(j);
       const carried = after.slice(s + 1, s + 1 + suffix.length);
       const firstDiff = suffix.findIndex((x, k) => JSON.stringify(x) !== JSON.stringify(carried[k]));
-      if (firstDiff >= 0) losses.push(`step ${i} of ${root}: item ${j + firstDiff} of its input (${input.markerOf(suffix[firstDiff]!)}) not carried verbatim`);
+      if (firstDiff >= 0)
+        losses.push(
+          `step ${i} of ${root}: item ${j + firstDiff} of its input (${input.markerOf(suffix[firstDiff]!)}) not carried verbatim`,
+        );
       // What the result keeps ahead of its summary (the first human turn) goes on; the rest before j was summarized.
       const head = new Set(after.slice(0, s).map(input.markerOf));
       for (const x of before.slice(0, j)) {
@@ -169,7 +175,8 @@ export function buildLedger(input: LedgerInput): Ledger {
         if (seen.has(m)) duplicates.push(`${m} twice in ${t.sessionId} (transcript ${i})`);
         seen.add(m);
         const f = fate.get(m) ?? { chain: root, sessions: new Set<string>(), live: false };
-        if (f.summarizedAt !== undefined && f.summarizedAt < i) duplicates.push(`${m} back in transcript ${i} of ${t.sessionId} after it was summarized at step ${f.summarizedAt + 1}`);
+        if (f.summarizedAt !== undefined && f.summarizedAt < i)
+          duplicates.push(`${m} back in transcript ${i} of ${t.sessionId} after it was summarized at step ${f.summarizedAt + 1}`);
         f.sessions.add(t.sessionId);
         fate.set(m, f);
       }
@@ -181,7 +188,8 @@ export function buildLedger(input: LedgerInput): Ledger {
   for (const ack of input.acks) {
     const f = fate.get(ack.marker);
     if (!f) losses.push(`${ack.marker}: acknowledged by ${ack.sessionId}, found nowhere`);
-    else if (!f.sessions.has(ack.sessionId)) losses.push(`${ack.marker}: acknowledged by ${ack.sessionId}, found only in ${[...f.sessions].join(', ')}`);
+    else if (!f.sessions.has(ack.sessionId))
+      losses.push(`${ack.marker}: acknowledged by ${ack.sessionId}, found only in ${[...f.sessions].join(', ')}`);
     else if (f.live) live++;
     else if (f.summarizedAt !== undefined) summarized++;
     else losses.push(`${ack.marker}: neither live nor summarized`);

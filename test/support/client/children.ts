@@ -10,7 +10,16 @@ const source = fileURLToPath(new URL('./lineage-child.ts', import.meta.url));
 const bundle = fileURLToPath(new URL('../../../node_modules/.cache/client/lineage-child.mjs', import.meta.url));
 
 export async function buildLineageChild(): Promise<void> {
-  await build({ entryPoints: [source], outfile: bundle, bundle: true, platform: 'node', target: 'node20', format: 'esm', packages: 'external', logLevel: 'silent' });
+  await build({
+    entryPoints: [source],
+    outfile: bundle,
+    bundle: true,
+    platform: 'node',
+    target: 'node20',
+    format: 'esm',
+    packages: 'external',
+    logLevel: 'silent',
+  });
 }
 
 export interface Child {
@@ -24,7 +33,10 @@ export interface Child {
 }
 
 export function startLineageChild(env: Record<string, string>): Child {
-  const proc: ChildProcessWithoutNullStreams = spawn(process.execPath, [bundle], { env: { ...process.env, ...env }, stdio: ['pipe', 'pipe', 'pipe'] });
+  const proc: ChildProcessWithoutNullStreams = spawn(process.execPath, [bundle], {
+    env: { ...process.env, ...env },
+    stdio: ['pipe', 'pipe', 'pipe'],
+  });
   const lines: ChildLine[] = [];
   const waiters: (() => void)[] = [];
   let err = '';
@@ -39,10 +51,12 @@ export function startLineageChild(env: Record<string, string>): Child {
     waiters.splice(0).forEach((w) => w());
   });
   proc.stderr.on('data', (d: Buffer) => (err += d.toString()));
-  const exited = new Promise<number | null>((resolve) => proc.on('exit', (code) => {
-    waiters.splice(0).forEach((w) => w());
-    resolve(code);
-  }));
+  const exited = new Promise<number | null>((resolve) =>
+    proc.on('exit', (code) => {
+      waiters.splice(0).forEach((w) => w());
+      resolve(code);
+    }),
+  );
   let done = false;
   void exited.then(() => (done = true));
   return {

@@ -21,7 +21,8 @@ export interface SeenRequest {
  * - `drop-request`: cut the connection without forwarding (nothing was applied);
  * - `{respond}`: answer in the service's place (status, headers, JSON body), forwarding nothing.
  */
-export type ProxyAction = 'forward' | 'drop-response' | 'drop-request' | { respond: { status: number; headers?: Record<string, string>; body: unknown } };
+export type ProxyAction =
+  'forward' | 'drop-response' | 'drop-request' | { respond: { status: number; headers?: Record<string, string>; body: unknown } };
 
 export interface FaultProxy {
   baseUrl: string;
@@ -46,7 +47,13 @@ export async function startFaultProxy(target: string): Promise<FaultProxy> {
     const chunks: Buffer[] = [];
     for await (const c of req) chunks.push(c as Buffer);
     const body = Buffer.concat(chunks);
-    const seenReq: SeenRequest = { n: seen.length + 1, method: req.method ?? 'GET', path: req.url ?? '/', headers: { ...req.headers }, body: body.toString('utf8') };
+    const seenReq: SeenRequest = {
+      n: seen.length + 1,
+      method: req.method ?? 'GET',
+      path: req.url ?? '/',
+      headers: { ...req.headers },
+      body: body.toString('utf8'),
+    };
     seen.push(seenReq);
     const action = await rule(seenReq);
     if (action === 'drop-request') {
@@ -76,7 +83,8 @@ export async function startFaultProxy(target: string): Promise<FaultProxy> {
         res.on('data', (c: Buffer) => parts.push(c));
         res.on('end', () => {
           const h: Record<string, string | string[]> = {};
-          for (const [k, v] of Object.entries(res.headers)) if (v !== undefined && k !== 'transfer-encoding' && k !== 'connection') h[k] = v;
+          for (const [k, v] of Object.entries(res.headers))
+            if (v !== undefined && k !== 'transfer-encoding' && k !== 'connection') h[k] = v;
           resolve({ status: res.statusCode ?? 502, headers: h, body: Buffer.concat(parts) });
         });
         res.on('error', reject);

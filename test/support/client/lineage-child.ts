@@ -89,7 +89,10 @@ async function compactor(client: LineageClient, s: RecordingSession, tag: string
     emit({ kind: 'compacted', mode, t0, t1: Date.now(), response });
     return response;
   };
-  const note = (n: number) => s.addItems([{ type: 'message', role: 'user', content: [{ type: 'input_text', text: `[${tag}${n}] operator note: watch the error budget.` }] }]);
+  const note = (n: number) =>
+    s.addItems([
+      { type: 'message', role: 'user', content: [{ type: 'input_text', text: `[${tag}${n}] operator note: watch the error budget.` }] },
+    ]);
 
   await waitFor((n) => n >= Number(env('ROTATE_AT')));
   await compact('rotate');

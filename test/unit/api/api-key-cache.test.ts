@@ -33,7 +33,13 @@ describe('CachedApiKeyResolver', () => {
   });
 
   it('stays bounded: the least recently used key goes first', async () => {
-    const inner = resolver(new Map([['a', 't'], ['b', 't'], ['c', 't']]));
+    const inner = resolver(
+      new Map([
+        ['a', 't'],
+        ['b', 't'],
+        ['c', 't'],
+      ]),
+    );
     const cache = new CachedApiKeyResolver(inner, { maxEntries: 2, now: () => 0 });
     await cache.resolve('a');
     await cache.resolve('b');

@@ -27,7 +27,8 @@ afterAll(async () => {
   await new Promise<void>((resolve) => server.close(() => resolve()));
 });
 
-const stalledKeys = () => new ApiKeyStore({ client: createDynamoClient({ endpoint, maxAttempts: 2, requestTimeoutMs: 100 }), tableName: 't' });
+const stalledKeys = () =>
+  new ApiKeyStore({ client: createDynamoClient({ endpoint, maxAttempts: 2, requestTimeoutMs: 100 }), tableName: 't' });
 
 describe('API keys on a stalled DynamoDB', () => {
   it('F1/issue 11: resolve gives up as StoreRetryableError once the SDK timed out', async () => {
@@ -36,7 +37,13 @@ describe('API keys on a stalled DynamoDB', () => {
 
   it('F1/issue 11: a request is answered 503 unavailable with Retry-After, not 500', async () => {
     const logger = { info: vi.fn(), warn: vi.fn(), error: vi.fn() };
-    const deps = { store: {} as LineageStore, apiKeys: stalledKeys(), compact: vi.fn(), publisher: { publish: vi.fn() }, logger } as unknown as ApiDeps;
+    const deps = {
+      store: {} as LineageStore,
+      apiKeys: stalledKeys(),
+      compact: vi.fn(),
+      publisher: { publish: vi.fn() },
+      logger,
+    } as unknown as ApiDeps;
     const event = {
       version: '2.0',
       rawPath: '/sessions/s1',

@@ -30,10 +30,16 @@ function event(
     routeKey: '$default',
     rawPath: path,
     rawQueryString: '',
-    headers: { authorization: `Bearer ${KEY}`, ...(opts.body !== undefined ? { 'content-type': 'application/json' } : {}), ...opts.headers },
+    headers: {
+      authorization: `Bearer ${KEY}`,
+      ...(opts.body !== undefined ? { 'content-type': 'application/json' } : {}),
+      ...opts.headers,
+    },
     requestContext: { http: { method, path } },
     ...(opts.query ? { queryStringParameters: opts.query } : {}),
-    ...(opts.body !== undefined ? { body: opts.base64 ? Buffer.from(opts.body).toString('base64') : opts.body, isBase64Encoded: !!opts.base64 } : {}),
+    ...(opts.body !== undefined
+      ? { body: opts.base64 ? Buffer.from(opts.body).toString('base64') : opts.body, isBase64Encoded: !!opts.base64 }
+      : {}),
   } as unknown as APIGatewayProxyEventV2;
 }
 
@@ -69,7 +75,12 @@ function deps(over: Partial<LineageStore> = {}, compact?: (o: unknown) => Promis
   const d: ApiDeps = {
     store,
     apiKeys: { resolve: async (k) => (k === KEY ? 't1' : k === OTHER_KEY ? 't2' : null) },
-    compact: vi.fn(compact ?? (async () => { throw new Error('not expected'); })),
+    compact: vi.fn(
+      compact ??
+        (async () => {
+          throw new Error('not expected');
+        }),
+    ),
     publisher,
     logger,
     maxBodyBytes: 1000,
@@ -95,7 +106,7 @@ describe('HTTP API validation', () => {
     expect(store.getSession).not.toHaveBeenCalled();
   });
 
-  it('F2: a second tenant\'s key reaches the store scoped to that tenant only, and gets 404 for the first tenant\'s session', async () => {
+  it("F2: a second tenant's key reaches the store scoped to that tenant only, and gets 404 for the first tenant's session", async () => {
     const { d, store } = deps();
     const r = await run(d, event('GET', '/sessions/s1', { headers: { authorization: `Bearer ${OTHER_KEY}` } }));
     expect(r).toMatchObject({ status: 404, body: { error: { code: 'not_found' } } });
@@ -109,7 +120,13 @@ describe('HTTP API validation', () => {
 
   it('A1/F1: a 400 names the item index and the field', async () => {
     const { d } = deps();
-    const r = await run(d, append([{ role: 'user', content: 'ok' }, { role: 'bot', content: 'x' }]));
+    const r = await run(
+      d,
+      append([
+        { role: 'user', content: 'ok' },
+        { role: 'bot', content: 'x' },
+      ]),
+    );
     expect(r.status).toBe(400);
     expect(r.body.field).toBe('messages[1].role');
     expect(r.body.error.message).toMatch(/^messages\[1\]\.role: /);
@@ -172,7 +189,9 @@ describe('HTTP API validation', () => {
     expect(small.status).toBe(201);
     const r = await run(d, event('POST', '/sessions', { body: '{}', headers: { 'content-type': 'text/plain' } }));
     expect(r).toMatchObject({ status: 415, body: { error: { code: 'unsupported_media_type' } } });
-    expect((await run(d, event('POST', '/sessions', { body: '{}', headers: { 'content-type': 'application/json; charset=utf-8' } }))).status).toBe(201);
+    expect(
+      (await run(d, event('POST', '/sessions', { body: '{}', headers: { 'content-type': 'application/json; charset=utf-8' } }))).status,
+    ).toBe(201);
   });
 
   it('issue 11: a non-UTF-8 charset is 415; bytes that are not UTF-8 are 400; nothing is written', async () => {
@@ -182,7 +201,9 @@ describe('HTTP API validation', () => {
       expect(r, type).toMatchObject({ status: 415, body: { error: { code: 'unsupported_media_type' } } });
     }
     const latin1 = Buffer.from('{"source":"caf\xe9"}', 'latin1').toString('base64');
-    const r = await handleHttpRequest({ ...event('POST', '/sessions', { body: 'x' }), body: latin1, isBase64Encoded: true }, d, { requestId: 'r' });
+    const r = await handleHttpRequest({ ...event('POST', '/sessions', { body: 'x' }), body: latin1, isBase64Encoded: true }, d, {
+      requestId: 'r',
+    });
     expect(r.statusCode).toBe(400);
     expect(JSON.parse(r.body!).error.code).toBe('invalid_json');
     expect(store.createSession).not.toHaveBeenCalled();
@@ -200,7 +221,12 @@ describe('HTTP API validation', () => {
       expect(r, text).toMatchObject({ status: 400, body: { error: { code: 'invalid_request' }, field } });
     }
     expect(store.createSession).not.toHaveBeenCalled();
-    for (const ok of ['{"metadata":{"n":9007199254740991}}', '{"metadata":{"n":1e21}}', '{"metadata":{"n":1e-131,"m":-0,"f":0.10}}', '{"metadata":{"s":"12345678901234567890"}}']) {
+    for (const ok of [
+      '{"metadata":{"n":9007199254740991}}',
+      '{"metadata":{"n":1e21}}',
+      '{"metadata":{"n":1e-131,"m":-0,"f":0.10}}',
+      '{"metadata":{"s":"12345678901234567890"}}',
+    ]) {
       expect((await run(d, event('POST', '/sessions', { body: ok }))).status, ok).toBe(201);
     }
   });
@@ -222,7 +248,9 @@ describe('HTTP API validation', () => {
       expect(r.body.field).toMatch(/^metadata/);
     }
     // An empty key and deep-ish (within the cap) metadata are what the store can hold: accepted.
-    expect((await run(d, event('POST', '/sessions', { body: JSON.stringify({ metadata: { '': 1, a: { b: { c: [1, [2]] } } } }) }))).status).toBe(201);
+    expect(
+      (await run(d, event('POST', '/sessions', { body: JSON.stringify({ metadata: { '': 1, a: { b: { c: [1, [2]] } } } }) }))).status,
+    ).toBe(201);
     expect(store.createSession).toHaveBeenCalledTimes(1);
   });
 
@@ -237,7 +265,9 @@ describe('HTTP API validation', () => {
 
   it('F1: an empty POST body means {} (optional bodies), a GET ignores the body', async () => {
     const { d } = deps();
-    const r = await handleHttpRequest({ ...event('POST', '/sessions'), headers: { authorization: `Bearer ${KEY}` } }, d, { requestId: 'r' });
+    const r = await handleHttpRequest({ ...event('POST', '/sessions'), headers: { authorization: `Bearer ${KEY}` } }, d, {
+      requestId: 'r',
+    });
     expect(r.statusCode).toBe(201);
   });
 
@@ -252,7 +282,10 @@ describe('HTTP API validation', () => {
     }
     // As serverless-offline delivers a JSON `null`: no body text, but a declared length.
     const lost = await handleHttpRequest(
-      { ...event('POST', '/sessions'), headers: { authorization: `Bearer ${KEY}`, 'content-type': 'application/json', 'content-length': '4' } },
+      {
+        ...event('POST', '/sessions'),
+        headers: { authorization: `Bearer ${KEY}`, 'content-type': 'application/json', 'content-length': '4' },
+      },
       d,
       { requestId: 'r' },
     );
@@ -297,39 +330,85 @@ describe('HTTP API error mapping', () => {
   const one = [{ role: 'user', content: 'x' }];
 
   it('F1/C4: SessionEndedError -> 409 naming the live session; CountMismatchError -> 409 with messageCount', async () => {
-    const ended = deps({ appendItems: async () => { throw new SessionEndedError('s1', 's3'); } }).d;
+    const ended = deps({
+      appendItems: async () => {
+        throw new SessionEndedError('s1', 's3');
+      },
+    }).d;
     expect(await run(ended, append(one))).toMatchObject({ status: 409, body: { error: { code: 'session_ended' }, liveSessionId: 's3' } });
-    const counted = deps({ appendItems: async () => { throw new CountMismatchError('s1', 2, 5); } }).d;
+    const counted = deps({
+      appendItems: async () => {
+        throw new CountMismatchError('s1', 2, 5);
+      },
+    }).d;
     expect(await run(counted, append(one))).toMatchObject({ status: 409, body: { error: { code: 'count_mismatch' }, messageCount: 5 } });
   });
 
   it('A3/A5: a reused key is 422; a stale cursor is 409 cursor_stale', async () => {
-    const reused = deps({ appendItems: async () => { throw new IdempotencyKeyReusedError('k'); } }).d;
-    expect(await run(reused, append(one, { 'idempotency-key': 'k' }))).toMatchObject({ status: 422, body: { error: { code: 'idempotency_key_reused' } } });
-    const stale = deps({ readPage: async () => { throw new StaleCursorError('s1'); } }).d;
-    expect(await run(stale, event('GET', '/sessions/s1/messages'))).toMatchObject({ status: 409, body: { error: { code: 'cursor_stale' } } });
+    const reused = deps({
+      appendItems: async () => {
+        throw new IdempotencyKeyReusedError('k');
+      },
+    }).d;
+    expect(await run(reused, append(one, { 'idempotency-key': 'k' }))).toMatchObject({
+      status: 422,
+      body: { error: { code: 'idempotency_key_reused' } },
+    });
+    const stale = deps({
+      readPage: async () => {
+        throw new StaleCursorError('s1');
+      },
+    }).d;
+    expect(await run(stale, event('GET', '/sessions/s1/messages'))).toMatchObject({
+      status: 409,
+      body: { error: { code: 'cursor_stale' } },
+    });
   });
 
   it('F1: ItemTooLargeError -> 413 naming the item; retryable store errors -> 503 + Retry-After', async () => {
-    const big = deps({ appendItems: async () => { throw new ItemTooLargeError(0, 500_000, 380_000); } }).d;
+    const big = deps({
+      appendItems: async () => {
+        throw new ItemTooLargeError(0, 500_000, 380_000);
+      },
+    }).d;
     const r = await run(big, append(one));
-    expect(r).toMatchObject({ status: 413, body: { error: { code: 'payload_too_large', message: expect.stringContaining('messages[0]') } } });
-    const busy = deps({ getSession: async () => { throw new StoreRetryableError('throttled'); } }).d;
+    expect(r).toMatchObject({
+      status: 413,
+      body: { error: { code: 'payload_too_large', message: expect.stringContaining('messages[0]') } },
+    });
+    const busy = deps({
+      getSession: async () => {
+        throw new StoreRetryableError('throttled');
+      },
+    }).d;
     const b = await run(busy, event('GET', '/sessions/s1'));
     expect(b.status).toBe(503);
     expect(b.headers['retry-after']).toBe('2');
   });
 
   it('F1: 500 never leaks internals, and the log keeps them', async () => {
-    const { d, logger } = deps({ getSession: async () => { throw new Error('ECONNREFUSED 10.0.0.7:8000 secret-table'); } });
+    const { d, logger } = deps({
+      getSession: async () => {
+        throw new Error('ECONNREFUSED 10.0.0.7:8000 secret-table');
+      },
+    });
     const r = await run(d, event('GET', '/sessions/s1'));
-    expect(r).toEqual({ status: 500, headers: expect.any(Object), body: { error: { code: 'internal', message: 'internal error', requestId: 'req-1' } } });
+    expect(r).toEqual({
+      status: 500,
+      headers: expect.any(Object),
+      body: { error: { code: 'internal', message: 'internal error', requestId: 'req-1' } },
+    });
     expect(JSON.stringify(r.body)).not.toContain('ECONNREFUSED');
-    expect(logger.error).toHaveBeenCalledWith('unhandled error', expect.objectContaining({ error: expect.objectContaining({ message: expect.stringContaining('ECONNREFUSED') }) }));
+    expect(logger.error).toHaveBeenCalledWith(
+      'unhandled error',
+      expect.objectContaining({ error: expect.objectContaining({ message: expect.stringContaining('ECONNREFUSED') }) }),
+    );
   });
 
   it('P2: compress takes the lease before any session read: an unknown session is answered by the attempt (404), not a pre-read', async () => {
-    const { d, store } = deps({}, async () => { throw new SessionNotFoundError('s9'); });
+    const { d, store } = deps({}, async () => {
+      throw new SessionNotFoundError('s9');
+    });
     const r = await run(d, event('POST', '/sessions/s9/compress', { body: '{}' }));
     expect(r).toMatchObject({ status: 404, body: { error: { code: 'not_found', message: 'session s9 not found' } } });
     expect(d.compact).toHaveBeenCalledWith(expect.objectContaining({ ref: { tenantId: 't1', sessionId: 's9' } }));
@@ -343,9 +422,16 @@ describe('HTTP API error mapping', () => {
     expect(r).toMatchObject({ status: 503, body: { error: { code: 'lease_unavailable', message: expect.any(String) } } });
     expect(r.body).not.toHaveProperty('outcome');
     expect(Number(r.headers['retry-after'])).toBeGreaterThanOrEqual(1);
-    expect(unavailable.d.compact).toHaveBeenCalledWith(expect.objectContaining({ ref: { tenantId: 't1', sessionId: 's1' }, mode: 'rotate', origin: 'manual', holder: 'http:req-1' }));
-    const thrown = deps({}, async () => { throw new LeaseUnavailableError('t1/s1', ['down']); });
-    expect(await run(thrown.d, event('POST', '/sessions/s1/compress', { body: '{}' }))).toMatchObject({ status: 503, body: { error: { code: 'lease_unavailable' } } });
+    expect(unavailable.d.compact).toHaveBeenCalledWith(
+      expect.objectContaining({ ref: { tenantId: 't1', sessionId: 's1' }, mode: 'rotate', origin: 'manual', holder: 'http:req-1' }),
+    );
+    const thrown = deps({}, async () => {
+      throw new LeaseUnavailableError('t1/s1', ['down']);
+    });
+    expect(await run(thrown.d, event('POST', '/sessions/s1/compress', { body: '{}' }))).toMatchObject({
+      status: 503,
+      body: { error: { code: 'lease_unavailable' } },
+    });
   });
 
   it('C1: locked, lease_lost, stale, adopted, cancelled, noop -> 200 without messages; compressed carries them', async () => {
@@ -358,11 +444,27 @@ describe('HTTP API error mapping', () => {
       expect(res.headers?.['retry-after']).toBeUndefined();
     }
     const cancelled = deps({}, async () => ({ ...base, outcome: 'cancelled' }));
-    expect(await run(cancelled.d, event('POST', '/sessions/s1/compress', { body: '{}' }))).toMatchObject({ status: 200, body: { outcome: 'cancelled' } });
+    expect(await run(cancelled.d, event('POST', '/sessions/s1/compress', { body: '{}' }))).toMatchObject({
+      status: 200,
+      body: { outcome: 'cancelled' },
+    });
     const adopted = deps({}, async () => ({ ...base, sessionId: 's2', outcome: 'skipped', reason: 'adopted' }));
-    expect(await run(adopted.d, event('POST', '/sessions/s1/compress', { body: '{}' }))).toMatchObject({ status: 200, body: { reason: 'adopted', sessionId: 's2' } });
-    const done = deps({}, async () => ({ ...base, outcome: 'compressed', mode: 'rotate', previousSessionId: 's1', items: [{ role: 'assistant', content: 's' }], commitMs: 3 }));
-    expect(await run(done.d, event('POST', '/sessions/s1/compress', { body: '{}' }))).toMatchObject({ status: 200, body: { messages: [{ content: 's' }] } });
+    expect(await run(adopted.d, event('POST', '/sessions/s1/compress', { body: '{}' }))).toMatchObject({
+      status: 200,
+      body: { reason: 'adopted', sessionId: 's2' },
+    });
+    const done = deps({}, async () => ({
+      ...base,
+      outcome: 'compressed',
+      mode: 'rotate',
+      previousSessionId: 's1',
+      items: [{ role: 'assistant', content: 's' }],
+      commitMs: 3,
+    }));
+    expect(await run(done.d, event('POST', '/sessions/s1/compress', { body: '{}' }))).toMatchObject({
+      status: 200,
+      body: { messages: [{ content: 's' }] },
+    });
   });
 
   it('F1/F3: a failing after-turn publish is logged and never fails the append; client extras are kept verbatim', async () => {
@@ -372,12 +474,15 @@ describe('HTTP API error mapping', () => {
     const r = await run(d, append([item]));
     expect(r).toMatchObject({ status: 200, body: { appended: 1 } });
     expect(publisher.publish).toHaveBeenCalledWith({ tenantId: 't1', sessionId: 's1', origin: 'turn', correlationId: 'req-1' });
-    expect(logger.warn).toHaveBeenCalledWith('after-turn publish failed', expect.objectContaining({ error: expect.stringContaining('queue down') }));
+    expect(logger.warn).toHaveBeenCalledWith(
+      'after-turn publish failed',
+      expect.objectContaining({ error: expect.stringContaining('queue down') }),
+    );
     const input = vi.mocked(store.appendItems).mock.calls[0]![1];
     expect(input.prepare(session).items).toEqual([item]);
   });
 
-  it('F3: with a threshold set, a turn is published only once the session\'s estimate passes it', async () => {
+  it("F3: with a threshold set, a turn is published only once the session's estimate passes it", async () => {
     const { d, publisher } = deps();
     d.publishAboveTokens = 10;
     await run(d, append([{ role: 'user', content: 'small' }]));
@@ -389,7 +494,14 @@ describe('HTTP API error mapping', () => {
     const r = await run(d, event('GET', '/sessions/s1'));
     expect(r.body.session).not.toHaveProperty('fence');
     expect(r.body.session).not.toHaveProperty('tenantId');
-    expect(r.body.session).toMatchObject({ sessionId: 's1', format: 'chat', parentSessionId: null, childSessionId: null, endedAt: null, messageCount: 0 });
+    expect(r.body.session).toMatchObject({
+      sessionId: 's1',
+      format: 'chat',
+      parentSessionId: null,
+      childSessionId: null,
+      endedAt: null,
+      messageCount: 0,
+    });
     expect(r.headers['x-request-id']).toBe('req-1');
     expect((await run(d, event('GET', '/nope'))).headers['x-request-id']).toBe('req-1');
   });
@@ -402,7 +514,10 @@ describe('HTTP API error mapping', () => {
     const del = await handleHttpRequest(event('DELETE', '/sessions/s1'), d, { requestId: 'r' });
     expect(del.statusCode).toBe(204);
     expect(del.body).toBeUndefined();
-    expect(await run(d, event('DELETE', '/sessions/s1/messages/last'))).toMatchObject({ status: 200, body: { removed: { content: 'gone' }, session: { sessionId: 's1' } } });
+    expect(await run(d, event('DELETE', '/sessions/s1/messages/last'))).toMatchObject({
+      status: 200,
+      body: { removed: { content: 'gone' }, session: { sessionId: 's1' } },
+    });
     expect(await run(d, event('DELETE', '/sessions/s1/messages'))).toMatchObject({ status: 405 });
   });
 
@@ -414,6 +529,9 @@ describe('HTTP API error mapping', () => {
     expect(await run(d, event('GET', '/sessions/s1/lineage'))).toMatchObject({ status: 200, body: { tip: 's2' } });
     lineage.mockResolvedValueOnce([ended, { ...child, deletedAt: '2024-01-03T00:00:00.000Z' }]);
     const gone = await run(d, event('GET', '/sessions/s1/lineage'));
-    expect(gone).toMatchObject({ status: 200, body: { tip: null, chain: [{ sessionId: 's1' }, { sessionId: 's2', deletedAt: expect.any(String) }] } });
+    expect(gone).toMatchObject({
+      status: 200,
+      body: { tip: null, chain: [{ sessionId: 's1' }, { sessionId: 's2', deletedAt: expect.any(String) }] },
+    });
   });
 });

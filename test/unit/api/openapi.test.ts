@@ -15,7 +15,11 @@ const doc = JSON.parse(readFileSync(new URL('../../../functions/openapi.json', i
 function documentedRoutes(): string[] {
   const methods = new Set(['get', 'post', 'put', 'patch', 'delete']);
   return Object.entries(doc.paths)
-    .flatMap(([path, item]) => Object.keys(item).filter((m) => methods.has(m)).map((m) => `${m.toUpperCase()} ${path}`))
+    .flatMap(([path, item]) =>
+      Object.keys(item)
+        .filter((m) => methods.has(m))
+        .map((m) => `${m.toUpperCase()} ${path}`),
+    )
     .sort();
 }
 

@@ -17,7 +17,9 @@ let metas: Record<string, Metafile>;
 
 beforeAll(async () => {
   built = Object.fromEntries((await buildFunctions(outRoot)).map((b) => [b.name, b]));
-  metas = Object.fromEntries(Object.keys(built).map((fn) => [fn, JSON.parse(readFileSync(join(outRoot, fn, META_FILE), 'utf8')) as Metafile]));
+  metas = Object.fromEntries(
+    Object.keys(built).map((fn) => [fn, JSON.parse(readFileSync(join(outRoot, fn, META_FILE), 'utf8')) as Metafile]),
+  );
 }, 120_000);
 afterAll(() => rmSync(outRoot, { recursive: true, force: true }));
 
@@ -37,14 +39,20 @@ describe('bundles (SPEC P4)', () => {
       const files = readdirSync(join(outRoot, fn)).sort();
       expect(files).toContain('index.mjs');
       expect(files.filter((f) => f !== META_FILE)).toEqual(built[fn]!.files);
-      expect(allOutputs(fn).map((o) => o.slice(o.lastIndexOf('/') + 1)).sort()).toEqual(built[fn]!.files);
+      expect(
+        allOutputs(fn)
+          .map((o) => o.slice(o.lastIndexOf('/') + 1))
+          .sort(),
+      ).toEqual(built[fn]!.files);
     }
   });
 
   it('the sweep bundle holds neither gpt-tokenizer, nor the API schemas or any API / compaction code, nor classic zod', () => {
     const inputs = inputsIn('sweep', allOutputs('sweep'));
     expect(inputs.filter(isTokenizer)).toEqual([]);
-    expect(inputs.filter((i) => i.startsWith('lib/api/') || i.startsWith('lib/compaction/') || i.startsWith('lib/compressors/'))).toEqual([]);
+    expect(inputs.filter((i) => i.startsWith('lib/api/') || i.startsWith('lib/compaction/') || i.startsWith('lib/compressors/'))).toEqual(
+      [],
+    );
     expect(inputs.filter(isClassicZod)).toEqual([]);
   });
 
@@ -52,7 +60,18 @@ describe('bundles (SPEC P4)', () => {
   const none = Object.fromEntries(fns.map((fn) => [fn, []]));
 
   it('no entry reaches gpt-tokenizer statically: it sits only in lazily loaded chunks', () => {
-    const found = Object.fromEntries(fns.map((fn) => [fn, [...new Set(inputsIn(fn, staticOutputs(fn)).filter(isTokenizer).map(() => 'gpt-tokenizer'))]]));
+    const found = Object.fromEntries(
+      fns.map((fn) => [
+        fn,
+        [
+          ...new Set(
+            inputsIn(fn, staticOutputs(fn))
+              .filter(isTokenizer)
+              .map(() => 'gpt-tokenizer'),
+          ),
+        ],
+      ]),
+    );
     expect(found).toEqual(none);
   });
 
@@ -80,7 +99,10 @@ describe('bundles (SPEC P4)', () => {
         if (!inputsIn(fn, allOutputs(fn)).some(isClassicZod)) return [fn, []];
         // Name our modules that pull it in, so the fix is obvious.
         const importers = Object.entries(metas[fn]!.inputs)
-          .filter(([p, { imports }]) => !p.includes('node_modules/') && imports.some((i) => i.path === 'node_modules/zod/index.js' || isClassicZod(i.path)))
+          .filter(
+            ([p, { imports }]) =>
+              !p.includes('node_modules/') && imports.some((i) => i.path === 'node_modules/zod/index.js' || isClassicZod(i.path)),
+          )
           .map(([p]) => p);
         return [fn, importers.length > 0 ? importers : ['classic zod (through a dependency)']];
       }),

@@ -19,7 +19,14 @@ const env = { LOCAL_STACK_FILE: '/nonexistent/stack.json', AWS_ACCESS_KEY_ID: 'x
 
 function stack(outputs: Record<string, string>) {
   cfn.on(DescribeStacksCommand, { StackName: 'session-lineage-prod' }).resolves({
-    Stacks: [{ StackName: 'session-lineage-prod', StackStatus: 'UPDATE_COMPLETE', CreationTime: new Date(), Outputs: Object.entries(outputs).map(([OutputKey, OutputValue]) => ({ OutputKey, OutputValue })) }],
+    Stacks: [
+      {
+        StackName: 'session-lineage-prod',
+        StackStatus: 'UPDATE_COMPLETE',
+        CreationTime: new Date(),
+        Outputs: Object.entries(outputs).map(([OutputKey, OutputValue]) => ({ OutputKey, OutputValue })),
+      },
+    ],
   });
 }
 
@@ -36,7 +43,7 @@ describe('dlq redrive', () => {
     expect(JSON.parse(run.stdout)).toEqual({ taskHandle: 'task-handle-1', sourceArn: DLQ, destinationArn: QUEUE });
   });
 
-  it('explicit ARNs: no stack lookup, the queues\' region, and the rate limit passed on', async () => {
+  it("explicit ARNs: no stack lookup, the queues' region, and the rate limit passed on", async () => {
     sqs.on(StartMessageMoveTaskCommand).resolves({ TaskHandle: 'task-handle-2' });
     const dlq = DLQ.replace('eu-west-1', 'us-west-2');
     const queue = QUEUE.replace('eu-west-1', 'us-west-2');
@@ -52,7 +59,9 @@ describe('dlq redrive', () => {
   it('locally: exit 1 with a clear message, and nothing is sent', async () => {
     const run = await cliInProcess(['dlq', 'redrive'], { env });
     expect(run.code).toBe(1);
-    expect(run.stderr).toContain('dlq redrive works on a deployed stage only: the local stack (serverless-offline) has no after-turn queue or DLQ');
+    expect(run.stderr).toContain(
+      'dlq redrive works on a deployed stage only: the local stack (serverless-offline) has no after-turn queue or DLQ',
+    );
     expect(sqs.calls()).toHaveLength(0);
   });
 
@@ -62,7 +71,12 @@ describe('dlq redrive', () => {
     expect(old.code).toBe(1);
     expect(old.stderr).toContain('stack session-lineage-prod has no AfterTurnDeadLetterQueueArn output');
     expect(old.stderr).toContain('--dlq-arn and --queue-arn');
-    for (const args of [['--dlq-arn', DLQ], ['--dlq-arn', 'not-an-arn', '--queue-arn', QUEUE], ['--stage', 'prod', '--region', 'eu-west-1', '--max-per-second', '0'], ['--stage', 'prod']]) {
+    for (const args of [
+      ['--dlq-arn', DLQ],
+      ['--dlq-arn', 'not-an-arn', '--queue-arn', QUEUE],
+      ['--stage', 'prod', '--region', 'eu-west-1', '--max-per-second', '0'],
+      ['--stage', 'prod'],
+    ]) {
       expect((await cliInProcess(['dlq', 'redrive', ...args], { env })).code, args.join(' ')).toBe(2);
     }
     expect(sqs.calls()).toHaveLength(0);

@@ -24,7 +24,7 @@ describe('ActivityHeartbeat', () => {
     expect(heartbeatIntervalMs(0.5)).toBe(0.5);
   });
 
-  it('C5: in progress every interval while running; nothing after stop (the first and last marks ride on the attempt\'s own writes)', async () => {
+  it("C5: in progress every interval while running; nothing after stop (the first and last marks ride on the attempt's own writes)", async () => {
     const calls: string[] = [];
     const hb = new ActivityHeartbeat((l) => void calls.push(l), 10);
     hb.start();
@@ -60,7 +60,7 @@ describe('ActivityHeartbeat', () => {
 });
 
 describe('ActivityHeartbeat ordering', () => {
-  it('C5: stop waits for a slow in-progress touch, so the caller\'s final mark (written after stop) lands last', async () => {
+  it("C5: stop waits for a slow in-progress touch, so the caller's final mark (written after stop) lands last", async () => {
     const landed: string[] = [];
     let releaseSlow: (() => void) | undefined;
     const hb = new ActivityHeartbeat(async (l) => {

@@ -18,7 +18,15 @@ describe('C8: human anchor (chat)', () => {
     expect(chat.isHumanTurn({ role: 'assistant', content: 'please continue' })).toBe(false);
     expect(chat.isHumanTurn({ role: 'user', content: 'please continue' })).toBe(true);
     expect(isRealUserMessage({ role: 'user', content: 'please continue' }, chat)).toBe(true);
-    expect(hasRealUserMessage([{ role: 'user', content: 'x', synthetic: true }, { role: 'assistant', content: 'y' }], chat)).toBe(false);
+    expect(
+      hasRealUserMessage(
+        [
+          { role: 'user', content: 'x', synthetic: true },
+          { role: 'assistant', content: 'y' },
+        ],
+        chat,
+      ),
+    ).toBe(false);
   });
 
   it('C8: compressor dropped every user turn: the last real user turn is restored, alone', () => {
@@ -50,7 +58,10 @@ describe('C8: human anchor (chat)', () => {
   });
 
   it('C8: a compacted list that already has a real user turn is returned as is (a copy)', () => {
-    const compacted: Item[] = [{ role: 'assistant', content: 's' }, { role: 'user', content: 'still here' }];
+    const compacted: Item[] = [
+      { role: 'assistant', content: 's' },
+      { role: 'user', content: 'still here' },
+    ];
     const r = restoreHumanAnchor(compacted, [{ role: 'user', content: 'older' }], chat);
     expect(r.restored).toBe('none');
     expect(r.items).toEqual(compacted);
@@ -76,11 +87,17 @@ describe('C8: human anchor (chat)', () => {
   });
 
   it('C8: scaffolding-only transcript: merged into one message that leads with the human text, synthetic flag dropped', () => {
-    const compacted: Item[] = [{ role: 'user', content: '[Your active task list was preserved across context compression]', synthetic: true, name: 'todo' }];
+    const compacted: Item[] = [
+      { role: 'user', content: '[Your active task list was preserved across context compression]', synthetic: true, name: 'todo' },
+    ];
     const r = insertAnchor(compacted, { role: 'user', content: 'REAL HUMAN ASK' }, chat);
     expect(r.restored).toBe('merged');
     expect(r.items).toHaveLength(1);
-    expect(r.items[0]).toEqual({ role: 'user', name: 'todo', content: 'REAL HUMAN ASK\n\n[Your active task list was preserved across context compression]' });
+    expect(r.items[0]).toEqual({
+      role: 'user',
+      name: 'todo',
+      content: 'REAL HUMAN ASK\n\n[Your active task list was preserved across context compression]',
+    });
     expect(chat.isHumanTurn(r.items[0]!)).toBe(true);
   });
 
@@ -131,10 +148,28 @@ describe('C8 A2: human anchor (responses)', () => {
 
   it('C8: scaffolding-only responses transcript: merged as input_text parts leading with the human text', () => {
     const scaffold: Item = { type: 'message', role: 'user', content: [{ type: 'input_text', text: 'task list' }], synthetic: true };
-    const r = insertAnchor([scaffold], { role: 'user', content: [{ type: 'input_text', text: 'HUMAN' }, { type: 'input_image', image_url: 'https://x/y.png' }] }, responses);
+    const r = insertAnchor(
+      [scaffold],
+      {
+        role: 'user',
+        content: [
+          { type: 'input_text', text: 'HUMAN' },
+          { type: 'input_image', image_url: 'https://x/y.png' },
+        ],
+      },
+      responses,
+    );
     expect(r.restored).toBe('merged');
     expect(r.items).toEqual([
-      { type: 'message', role: 'user', content: [{ type: 'input_text', text: 'HUMAN' }, { type: 'input_image', image_url: 'https://x/y.png' }, { type: 'input_text', text: 'task list' }] },
+      {
+        type: 'message',
+        role: 'user',
+        content: [
+          { type: 'input_text', text: 'HUMAN' },
+          { type: 'input_image', image_url: 'https://x/y.png' },
+          { type: 'input_text', text: 'task list' },
+        ],
+      },
     ]);
   });
 });
@@ -144,42 +179,53 @@ describe('C8 (property, both formats): restoring always yields a real user turn,
     [
       'chat',
       chat,
-      fc.array(
-        fc.oneof(
-          fc.record({ role: fc.constantFrom('assistant', 'system'), content: fc.string() }),
-          fc.record({ role: fc.constant('user'), content: fc.string(), synthetic: fc.constant(true) }),
-          fc.record({ role: fc.constant('user'), content: fc.string().map((s) => `${SUMMARY_PREFIX}${s}`) }),
-          fc.nat(3).map((n): Item[] => [
-            { role: 'assistant', content: null, tool_calls: [{ id: `c${n}`, type: 'function', function: { name: 'f', arguments: '' } }] },
-            { role: 'tool', tool_call_id: `c${n}`, content: 'r' },
-          ]),
-        ),
-        { maxLength: 8 },
-      ).map((xs) => xs.flat()),
+      fc
+        .array(
+          fc.oneof(
+            fc.record({ role: fc.constantFrom('assistant', 'system'), content: fc.string() }),
+            fc.record({ role: fc.constant('user'), content: fc.string(), synthetic: fc.constant(true) }),
+            fc.record({ role: fc.constant('user'), content: fc.string().map((s) => `${SUMMARY_PREFIX}${s}`) }),
+            fc.nat(3).map((n): Item[] => [
+              { role: 'assistant', content: null, tool_calls: [{ id: `c${n}`, type: 'function', function: { name: 'f', arguments: '' } }] },
+              { role: 'tool', tool_call_id: `c${n}`, content: 'r' },
+            ]),
+          ),
+          { maxLength: 8 },
+        )
+        .map((xs) => xs.flat()),
     ],
     [
       'responses',
       responses,
-      fc.array(
-        fc.oneof(
-          fc.string().map((s): Item => ({ type: 'message', role: 'assistant', status: 'completed', content: [{ type: 'output_text', text: s }] })),
-          fc.string().map((s): Item => ({ role: 'user', content: s, synthetic: true })),
-          fc.string().map((s): Item => ({ role: 'user', content: `${SUMMARY_PREFIX}${s}` })),
-          fc.record({ n: fc.nat(3), gap: fc.boolean(), think: fc.boolean() }).map(({ n, gap, think }): Item[] => [
-            ...(think ? [{ type: 'reasoning', id: `rs${n}`, summary: [] }] : []),
-            { type: 'function_call', call_id: `c${n}`, name: 'f', arguments: '{}' },
-            ...(gap ? [{ type: 'web_search_call', id: `ws${n}`, status: 'completed' }] : []),
-            { type: 'function_call_output', call_id: `c${n}`, output: 'r' },
-          ]),
-        ),
-        { maxLength: 8 },
-      ).map((xs) => xs.flat()),
+      fc
+        .array(
+          fc.oneof(
+            fc
+              .string()
+              .map((s): Item => ({ type: 'message', role: 'assistant', status: 'completed', content: [{ type: 'output_text', text: s }] })),
+            fc.string().map((s): Item => ({ role: 'user', content: s, synthetic: true })),
+            fc.string().map((s): Item => ({ role: 'user', content: `${SUMMARY_PREFIX}${s}` })),
+            fc
+              .record({ n: fc.nat(3), gap: fc.boolean(), think: fc.boolean() })
+              .map(({ n, gap, think }): Item[] => [
+                ...(think ? [{ type: 'reasoning', id: `rs${n}`, summary: [] }] : []),
+                { type: 'function_call', call_id: `c${n}`, name: 'f', arguments: '{}' },
+                ...(gap ? [{ type: 'web_search_call', id: `ws${n}`, status: 'completed' }] : []),
+                { type: 'function_call_output', call_id: `c${n}`, output: 'r' },
+              ]),
+          ),
+          { maxLength: 8 },
+        )
+        .map((xs) => xs.flat()),
     ],
   ];
   it.each(cases)('C8: %s', (_name, adapter, compactedArb) => {
     fc.assert(
       fc.property(compactedArb, (compacted) => {
-        const input: Item[] = [{ role: 'user', content: 'HUMAN' }, { role: 'assistant', content: 'ok' }];
+        const input: Item[] = [
+          { role: 'user', content: 'HUMAN' },
+          { role: 'assistant', content: 'ok' },
+        ];
         const before = structuredClone(compacted);
         const r = restoreHumanAnchor(compacted, input, adapter);
         expect(compacted).toEqual(before); // never mutates its argument

@@ -29,7 +29,12 @@ describe('noopReason (chat)', () => {
     expect(check(same)).toBeNull();
   });
   it('C7: a smaller result is progress', () => {
-    expect(check([{ role: 'user', content: `${SUMMARY_PREFIX} summary` }, { role: 'user', content: 'tail' }])).toBeNull();
+    expect(
+      check([
+        { role: 'user', content: `${SUMMARY_PREFIX} summary` },
+        { role: 'user', content: 'tail' },
+      ]),
+    ).toBeNull();
   });
   it('C7: same roles, different content is not unchanged', () => {
     expect(check(input.map((m) => ({ ...m, content: 'x' })))).toBeNull();
@@ -48,6 +53,13 @@ describe('noopReason (responses)', () => {
     expect(responsesCheck(result)).toBe('grown');
   });
   it('C7 A2: a real compaction of the SDK run is progress', () => {
-    expect(responsesCheck([agentsSdkRun[0]!, agentsSdkRun[1]!, responsesAdapter.summaryItem(`${SUMMARY_PREFIX} booked`), ...agentsSdkRun.slice(-1)])).toBeNull();
+    expect(
+      responsesCheck([
+        agentsSdkRun[0]!,
+        agentsSdkRun[1]!,
+        responsesAdapter.summaryItem(`${SUMMARY_PREFIX} booked`),
+        ...agentsSdkRun.slice(-1),
+      ]),
+    ).toBeNull();
   });
 });

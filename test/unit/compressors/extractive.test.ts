@@ -196,7 +196,11 @@ describe('ExtractiveCompressor on large tool payloads (L5, C5, C9; found by the 
     const items: Item[] = [
       { role: 'user', content: 'Please archive these files.' },
       ...Array.from({ length: 4 }, (_, i): Item[] => [
-        { role: 'assistant', content: null, tool_calls: [{ id: `c${i}`, type: 'function', function: { name: 'upload', arguments: b64(i) } }] },
+        {
+          role: 'assistant',
+          content: null,
+          tool_calls: [{ id: `c${i}`, type: 'function', function: { name: 'upload', arguments: b64(i) } }],
+        },
         { role: 'tool', tool_call_id: `c${i}`, content: b64(i + 10) },
       ]).flat(),
       { role: 'assistant', content: 'All four files are archived.' },

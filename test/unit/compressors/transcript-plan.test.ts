@@ -43,7 +43,15 @@ describe('A2: the transcript plan keeps calls with their results', () => {
   });
 
   it('A2: system and developer instructions lead the head; a developer message later is middle', () => {
-    const items: Item[] = [{ role: 'system', content: 's' }, { role: 'developer', content: 'd' }, ask('a'), say('b'), { role: 'developer', content: 'later' }, say('c'), ask('e')];
+    const items: Item[] = [
+      { role: 'system', content: 's' },
+      { role: 'developer', content: 'd' },
+      ask('a'),
+      say('b'),
+      { role: 'developer', content: 'later' },
+      say('c'),
+      ask('e'),
+    ];
     const plan = planCompaction(items, responsesAdapter, 1)!;
     expect(plan.head).toEqual(items.slice(0, 2));
     expect(plan.firstHuman).toEqual(items[2]);

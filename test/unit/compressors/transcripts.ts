@@ -1,7 +1,11 @@
 // Sample chat agent transcripts for the compressor tests.
 import type { Item } from '../../../lib/items/types.js';
 
-export function toolCall(id: string, name: string, args: unknown = {}): { id: string; type: 'function'; function: { name: string; arguments: string } } {
+export function toolCall(
+  id: string,
+  name: string,
+  args: unknown = {},
+): { id: string; type: 'function'; function: { name: string; arguments: string } } {
   return { id, type: 'function', function: { name, arguments: JSON.stringify(args) } };
 }
 
@@ -10,7 +14,11 @@ export function agentSession(): Item[] {
   return [
     { role: 'system', content: 'You are a careful coding agent working in the repo acme/billing.' },
     { role: 'user', content: 'The nightly invoice export fails since Tuesday. Please find out why and fix it.' },
-    { role: 'assistant', content: 'I will look at the export job first.', tool_calls: [toolCall('c1', 'read_file', { path: 'jobs/export.ts' })] },
+    {
+      role: 'assistant',
+      content: 'I will look at the export job first.',
+      tool_calls: [toolCall('c1', 'read_file', { path: 'jobs/export.ts' })],
+    },
     { role: 'tool', tool_call_id: 'c1', content: 'export async function run() {\n  // TODO: this is code, not a task for the agent\n}' },
     {
       role: 'assistant',
@@ -18,10 +26,17 @@ export function agentSession(): Item[] {
         'Found it: the export fails because the S3 bucket policy was changed on Tuesday. We decided to use the new bucket invoices-v2 instead of restoring the policy.\n\nNext steps:\n- update the bucket name in config/export.json\n- re-run the export for Tuesday and Wednesday\n\n- [ ] tell finance the exports were delayed\n- [ ] add an alarm on export failures',
     },
     { role: 'user', content: 'Sounds good. Also note that the deadline for the fix is Friday.' },
-    { role: 'assistant', content: 'Updating config.', tool_calls: [toolCall('c2', 'edit_file', { path: 'config/export.json' }), toolCall('c3', 'run_tests', {})] },
+    {
+      role: 'assistant',
+      content: 'Updating config.',
+      tool_calls: [toolCall('c2', 'edit_file', { path: 'config/export.json' }), toolCall('c3', 'run_tests', {})],
+    },
     { role: 'tool', tool_call_id: 'c2', content: 'ok' },
     { role: 'tool', tool_call_id: 'c3', content: '42 passed' },
-    { role: 'assistant', content: '- [x] update the bucket name in config/export.json\nTests pass. TODO: clean up the old bucket after a week.' },
+    {
+      role: 'assistant',
+      content: '- [x] update the bucket name in config/export.json\nTests pass. TODO: clean up the old bucket after a week.',
+    },
     { role: 'user', content: 'Great. Run the backfill now please.' },
     { role: 'assistant', content: 'Running the backfill.', tool_calls: [toolCall('c4', 'run_job', { job: 'export', days: 2 })] },
     { role: 'tool', tool_call_id: 'c4', content: 'backfill done: 2 days, 1,204 invoices' },

@@ -23,7 +23,14 @@ const rotation: SessionCompacted = {
   at: '2026-01-02T03:04:05.678Z',
   correlationId: 'req-123',
 };
-const inPlace: SessionCompacted = { tenantId: 'acme', parentSessionId: 's1', generation: 7, mode: 'in_place', sessionId: 's1', at: '2026-01-02T03:04:06.000Z' };
+const inPlace: SessionCompacted = {
+  tenantId: 'acme',
+  parentSessionId: 's1',
+  generation: 7,
+  mode: 'in_place',
+  sessionId: 's1',
+  at: '2026-01-02T03:04:06.000Z',
+};
 
 const ebMock = mockClient(EventBridgeClient);
 afterEach(() => ebMock.reset());
@@ -57,7 +64,9 @@ describe('EventBridgeCompactionEventPublisher', () => {
   });
 
   it('reports a refused entry (PutEvents answers 200 with FailedEntryCount) without throwing', async () => {
-    ebMock.on(PutEventsCommand).resolves({ FailedEntryCount: 1, Entries: [{ ErrorCode: 'ThrottlingException', ErrorMessage: 'slow down' }] });
+    ebMock
+      .on(PutEventsCommand)
+      .resolves({ FailedEntryCount: 1, Entries: [{ ErrorCode: 'ThrottlingException', ErrorMessage: 'slow down' }] });
     const logs: unknown[][] = [];
     const r = await publisher(logs).publish(inPlace);
     expect(r).toEqual({ published: false, error: 'PutEvents refused the entry: ThrottlingException slow down' });

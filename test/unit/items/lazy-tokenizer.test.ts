@@ -31,11 +31,15 @@ const afterImport = loaded();
 const requestedBefore = tokens.tokenizerRequested();
 const counter = await tokens.loadTokenCounter();
 console.log(JSON.stringify({ afterImport, requestedBefore, afterLoad: loaded(), requestedAfter: tokens.tokenizerRequested(), hello: counter.countText('hello world') }));`;
-      const child = spawnSync(process.execPath, ['--import', 'tsx', '--import', `data:text/javascript,${encodeURIComponent(register)}`, '--input-type=module', '-e', script], {
-        cwd: root,
-        encoding: 'utf8',
-        timeout: 60_000,
-      });
+      const child = spawnSync(
+        process.execPath,
+        ['--import', 'tsx', '--import', `data:text/javascript,${encodeURIComponent(register)}`, '--input-type=module', '-e', script],
+        {
+          cwd: root,
+          encoding: 'utf8',
+          timeout: 60_000,
+        },
+      );
       expect(child.stderr).not.toMatch(/Error/);
       const result = JSON.parse(child.stdout.trim().split('\n').pop() ?? '{}') as Record<string, unknown>;
       expect(result).toEqual({ afterImport: false, requestedBefore: false, afterLoad: true, requestedAfter: true, hello: 2 });
@@ -47,7 +51,17 @@ console.log(JSON.stringify({ afterImport, requestedBefore, afterLoad: loaded(), 
   it('P4: bundled with code splitting, the token module is small and the o200k table sits in a chunk behind a dynamic import', async () => {
     const outdir = mkdtempSync(join(tmpdir(), 'lazy-tokenizer-bundle-'));
     try {
-      const result = await build({ entryPoints: [tokensModule], bundle: true, splitting: true, format: 'esm', platform: 'node', minify: true, outdir, metafile: true, logLevel: 'silent' });
+      const result = await build({
+        entryPoints: [tokensModule],
+        bundle: true,
+        splitting: true,
+        format: 'esm',
+        platform: 'node',
+        minify: true,
+        outdir,
+        metafile: true,
+        logLevel: 'silent',
+      });
       const outputs = result.metafile.outputs;
       const entryFile = Object.keys(outputs).find((f) => outputs[f]!.entryPoint !== undefined)!;
       // Everything loaded when the module is imported: the entry and the chunks it imports statically.

@@ -47,7 +47,11 @@ describe('A2: tool-call pairing decides where a transcript may be cut', () => {
   });
 
   it('A2: ids reused across turns pair in order; an orphan result is reported and never starts a part', () => {
-    const call = (id: string): Item => ({ role: 'assistant', content: null, tool_calls: [{ id, type: 'function', function: { name: 'f', arguments: '' } }] });
+    const call = (id: string): Item => ({
+      role: 'assistant',
+      content: null,
+      tool_calls: [{ id, type: 'function', function: { name: 'f', arguments: '' } }],
+    });
     const result = (id: string): Item => ({ role: 'tool', tool_call_id: id, content: 'ok' });
     const items = [call('call_0'), result('call_0'), call('call_0'), result('call_0'), result('ghost')];
     const p = pairCalls(items, chatAdapter);

@@ -53,12 +53,18 @@ describe('A2: the responses adapter reads Responses API and Agents SDK items', (
       expect(calls, type).toHaveLength(1);
       expect(calls[0]!.id, type).toBeUndefined();
     }
-    expect(responses.toolCallsOf(byType(agentsSdkRun, 'hosted_tool_call'))).toEqual([{ name: 'web_search_call', arguments: '{"query":"鮨 さいとう dress code"}' }]);
+    expect(responses.toolCallsOf(byType(agentsSdkRun, 'hosted_tool_call'))).toEqual([
+      { name: 'web_search_call', arguments: '{"query":"鮨 さいとう dress code"}' },
+    ]);
   });
 
   it('A2: textOf covers message parts, arguments, structured and string outputs, reasoning, hosted results', () => {
     const results = agentsSdkRun.filter((i) => i.type === 'function_call_result').map((i) => responses.textOf(i));
-    expect(results).toEqual(['Tokyo tonight: clear, 18°C, 0% rain.', '1. 鮨 さいとう — 20:00 free\n2. Izakaya Toriyoshi — 20:15 free', 'confirmed: booking SA-2231']);
+    expect(results).toEqual([
+      'Tokyo tonight: clear, 18°C, 0% rain.',
+      '1. 鮨 さいとう — 20:00 free\n2. Izakaya Toriyoshi — 20:15 free',
+      'confirmed: booking SA-2231',
+    ]);
     expect(responses.textOf(byType(agentsSdkRun, 'reasoning'))).toBe('Check the weather first, then search restaurants.');
     expect(responses.textOf(byType(responsesApiFunctionCalling, 'reasoning'))).toContain('Identifying the landmark');
     expect(responses.textOf(responsesApiFunctionCalling[1]!)).toBe('Where was this photo taken, and what is the weather there right now?');
@@ -108,20 +114,35 @@ describe('A2: the responses adapter reads Responses API and Agents SDK items', (
   it('C8: merging leads with the human content as input_text parts, drops the flag, keeps the item type', () => {
     const into = responsesMixedParts[1]!;
     const merged = responses.mergeHumanText(into, { role: 'user', content: 'HUMAN' });
-    expect(merged).toEqual({ type: 'message', role: 'user', content: [{ type: 'input_text', text: 'HUMAN' }, ...(into.content as object[])] });
+    expect(merged).toEqual({
+      type: 'message',
+      role: 'user',
+      content: [{ type: 'input_text', text: 'HUMAN' }, ...(into.content as object[])],
+    });
     expect(responses.isHumanTurn(merged)).toBe(true);
   });
 
   it('A2: render names calls with arguments and ids, results with the call they answer', () => {
-    expect(responses.render(byType(agentsSdkRun, 'function_call'))).toBe('[assistant] calls get_weather({"city":"Tokyo","when":"tonight"}) [call_W8wCqN]');
-    expect(responses.render(byType(agentsSdkRun, 'function_call_result'))).toBe('[tool result for call_W8wCqN (get_weather)]\nTokyo tonight: clear, 18°C, 0% rain.');
-    expect(responses.render(byType(responsesHostedTools, 'web_search_call'))).toMatch(/^\[assistant\] calls web_search\(\{"type":"search","query":"positive news story today"/);
+    expect(responses.render(byType(agentsSdkRun, 'function_call'))).toBe(
+      '[assistant] calls get_weather({"city":"Tokyo","when":"tonight"}) [call_W8wCqN]',
+    );
+    expect(responses.render(byType(agentsSdkRun, 'function_call_result'))).toBe(
+      '[tool result for call_W8wCqN (get_weather)]\nTokyo tonight: clear, 18°C, 0% rain.',
+    );
+    expect(responses.render(byType(responsesHostedTools, 'web_search_call'))).toMatch(
+      /^\[assistant\] calls web_search\(\{"type":"search","query":"positive news story today"/,
+    );
     expect(responses.render(agentsSdkRun[1]!)).toMatch(/^\[user\]\nWhat is the weather in Tokyo/);
     expect(responses.render(byType(responsesMixedParts, 'x_memory_snapshot'))).toMatch(/^\[x_memory_snapshot\] /);
   });
 
   it('never throws on any fixture item or on odd stored fields', () => {
-    const odd: Item[] = [{ type: 'function_call', callId: 3 }, { type: 'reasoning', summary: 'x' }, { type: 'shell_call_output', output: [null] }, { role: 5 }];
+    const odd: Item[] = [
+      { type: 'function_call', callId: 3 },
+      { type: 'reasoning', summary: 'x' },
+      { type: 'shell_call_output', output: [null] },
+      { role: 5 },
+    ];
     for (const item of [...responsesFixtures.flatMap((f) => f.items), ...odd]) {
       expect(() => [responses.textOf(item), responses.render(item), responses.toolCallsOf(item), responses.roleOf(item)]).not.toThrow();
     }

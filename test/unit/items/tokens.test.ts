@@ -3,7 +3,14 @@ import { chatAdapter } from '../../../lib/items/chat.js';
 import { randomBytes } from 'node:crypto';
 import { countBounded, EXACT_TEXT_CHARS, MAX_PIECE_CHARS, mayHoldLongPiece } from '../../../lib/items/linear-count.js';
 import { responsesAdapter } from '../../../lib/items/responses.js';
-import { estimateItemTokens, estimateTokens, loadTokenCounter, tokenCounterFrom, TOKENS_PER_ITEM, type TokenCounter } from '../../../lib/items/tokens.js';
+import {
+  estimateItemTokens,
+  estimateTokens,
+  loadTokenCounter,
+  tokenCounterFrom,
+  TOKENS_PER_ITEM,
+  type TokenCounter,
+} from '../../../lib/items/tokens.js';
 import type { Item } from '../../../lib/items/types.js';
 import { agentsSdkRun, allFixtures, chatWeather, longChatTranscript, seeded, singleRunText } from '../../fixtures/transcripts/index.js';
 
@@ -29,7 +36,9 @@ function randomLetters(n: number, seed: number): string {
 const prose = 'Found it: the export fails because the S3 bucket policy changed on Tuesday. We decided to use invoices-v2.\n';
 const normalTexts: Record<string, string> = {
   prose: prose.repeat(500), // under EXACT_TEXT_CHARS: counted exactly
-  code: 'export async function run(items: Item[]): Promise<number> {\n  return items.reduce((a, b) => a + b.price * b.qty, 0);\n}\n'.repeat(500),
+  code: 'export async function run(items: Item[]): Promise<number> {\n  return items.reduce((a, b) => a + b.price * b.qty, 0);\n}\n'.repeat(
+    500,
+  ),
   unicode: 'ünïcødé 🚀 naïve café — “quotes” … 日本語のテキスト、中文测试。Привет, мир! مرحبا '.repeat(300),
   cjkParagraph: '我们决定使用新的存储桶，而不是恢复旧的策略。导出任务从周二开始失败'.repeat(60), // no ASCII break in 2 K chars: scanned, then exact
   json: JSON.stringify(longChatTranscript(30)),
@@ -49,18 +58,27 @@ describe('A2: exact token counts (o200k_base)', () => {
 
   it('A2: a plain chat costs what encodeChat says (3 per message, the role, the content, 3 to prime the reply)', () => {
     const chat = longChatTranscript(6).filter((m) => typeof m.content === 'string' && m.tool_calls === undefined && m.role !== 'tool');
-    const direct = ref.encodeChat(chat.map((m) => ({ role: m.role as 'user', content: m.content as string })), 'gpt-4o').length;
+    const direct = ref.encodeChat(
+      chat.map((m) => ({ role: m.role as 'user', content: m.content as string })),
+      'gpt-4o',
+    ).length;
     expect(counter.countItems(chat, chatAdapter)).toBe(direct);
     expect(counter.countItems([], chatAdapter)).toBe(0);
   });
 
   it('A2: tool names, arguments and results are counted in both formats', () => {
     const call = chatWeather[2]!; // content null, one call
-    expect(counter.countItem(call, chatAdapter)).toBe(TOKENS_PER_ITEM + exact('assistant') + exact('get_weather\n{"location":"Paris, France","unit":"celsius"}'));
+    expect(counter.countItem(call, chatAdapter)).toBe(
+      TOKENS_PER_ITEM + exact('assistant') + exact('get_weather\n{"location":"Paris, France","unit":"celsius"}'),
+    );
     const fc = agentsSdkRun[3]!;
     const result = agentsSdkRun[4]!;
-    expect(counter.countItem(fc, responsesAdapter)).toBe(TOKENS_PER_ITEM + exact('assistant') + exact('get_weather\n{"city":"Tokyo","when":"tonight"}'));
-    expect(counter.countItem(result, responsesAdapter)).toBe(TOKENS_PER_ITEM + exact('tool') + exact('Tokyo tonight: clear, 18°C, 0% rain.'));
+    expect(counter.countItem(fc, responsesAdapter)).toBe(
+      TOKENS_PER_ITEM + exact('assistant') + exact('get_weather\n{"city":"Tokyo","when":"tonight"}'),
+    );
+    expect(counter.countItem(result, responsesAdapter)).toBe(
+      TOKENS_PER_ITEM + exact('tool') + exact('Tokyo tonight: clear, 18°C, 0% rain.'),
+    );
   });
 
   it('A2: every fixture counts more than its framing (nothing the model sees is missed)', () => {
@@ -129,17 +147,24 @@ describe('issue 11 #3: counting is linear in the input length', () => {
     ['prose', () => prose.repeat(3_000), 0.01],
     ['minified JSON', () => JSON.stringify(longChatTranscript(600)), 0.02],
     ['prose then base64 then code', () => `${prose.repeat(700)}${randomBytes(60_000).toString('base64')}${normalTexts.code!}`, 0.03],
-  ])('a text longer than 64 K (%s) is counted from samples within a few percent of exact', (_name, make, tolerance) => {
-    const text = make();
-    expect(text.length).toBeGreaterThan(EXACT_TEXT_CHARS);
-    const truth = exact(text);
-    expect(Math.abs(counter.countText(text) - truth) / truth).toBeLessThan(tolerance);
-  }, 60_000);
+  ])(
+    'a text longer than 64 K (%s) is counted from samples within a few percent of exact',
+    (_name, make, tolerance) => {
+      const text = make();
+      expect(text.length).toBeGreaterThan(EXACT_TEXT_CHARS);
+      const truth = exact(text);
+      expect(Math.abs(counter.countText(text) - truth) / truth).toBeLessThan(tolerance);
+    },
+    60_000,
+  );
 
   it('L5/C9: each item is counted once per counter, however often a compaction asks', () => {
     const texts: string[] = [];
     const once = tokenCounterFrom((t) => (texts.push(t), t.length));
-    const items: Item[] = [{ role: 'user', content: 'a' }, { role: 'assistant', content: 'bb' }];
+    const items: Item[] = [
+      { role: 'user', content: 'a' },
+      { role: 'assistant', content: 'bb' },
+    ];
     const first = once.countItems(items, chatAdapter);
     expect(once.countItems(items, chatAdapter)).toBe(first);
     expect(once.isWithinLimit(items, chatAdapter, first)).toBe(true);

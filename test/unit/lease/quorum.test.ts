@@ -37,7 +37,9 @@ describe('quorum tally', () => {
     // The one reachable node may hold another request's minority SET that it is undoing: nobody
     // holds the lease, and "locked" would tell a queue event it is done when it should retry.
     await expect(tallyAcquire([vote(LOCKED), vote(ERR), vote(ERR)])).resolves.toMatchObject({ decision: 'unavailable' });
-    await expect(tallyAcquire([vote(LOCKED), vote(FOR), vote(ERR), vote(ERR), vote(ERR)])).resolves.toMatchObject({ decision: 'unavailable' });
+    await expect(tallyAcquire([vote(LOCKED), vote(FOR), vote(ERR), vote(ERR), vote(ERR)])).resolves.toMatchObject({
+      decision: 'unavailable',
+    });
   });
 
   it('L4: with one node down and one saying "held", the round waits for the third before it answers', async () => {

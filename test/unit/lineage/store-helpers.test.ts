@@ -3,7 +3,14 @@ import { describe, expect, it } from 'vitest';
 import { decodeCursor, encodeCursor, InvalidCursorError } from '../../../lib/lineage/cursor.js';
 import { ItemTooLargeError, StoreRetryableError } from '../../../lib/lineage/errors.js';
 import { expression } from '../../../lib/lineage/dynamo/expression.js';
-import { fromMessageItem, itemSizeBytes, messageItemsFor, toMessageItem, withDefaults, type StoredMeta } from '../../../lib/lineage/dynamo/items.js';
+import {
+  fromMessageItem,
+  itemSizeBytes,
+  messageItemsFor,
+  toMessageItem,
+  withDefaults,
+  type StoredMeta,
+} from '../../../lib/lineage/dynamo/items.js';
 import { attemptShardOf, messageSk, parseTaskSk, refOfPk, sessionPk, taskSk } from '../../../lib/lineage/dynamo/keys.js';
 import { backoffDelay, DEFAULT_RETRY, isContention, isExhaustedTransient, withRetry } from '../../../lib/lineage/dynamo/retry.js';
 import { MAX_ITEM_BYTES } from '../../../lib/lineage/limits.js';
@@ -51,12 +58,19 @@ describe('retries', () => {
   it('our loop retries contention only; what the SDK already retried surfaces as retryable; condition failures are answers', () => {
     expect(isContention(named('TransactionConflictException'))).toBe(true);
     expect(isContention(named('TransactionCanceledException', { CancellationReasons: [{ Code: 'TransactionConflict' }] }))).toBe(true);
-    expect(isContention(named('TransactionCanceledException', { CancellationReasons: [{ Code: 'ThrottlingError' }, { Code: 'None' }] }))).toBe(true);
     expect(
-      isContention(named('TransactionCanceledException', { CancellationReasons: [{ Code: 'ConditionalCheckFailed' }, { Code: 'TransactionConflict' }] })),
+      isContention(named('TransactionCanceledException', { CancellationReasons: [{ Code: 'ThrottlingError' }, { Code: 'None' }] })),
+    ).toBe(true);
+    expect(
+      isContention(
+        named('TransactionCanceledException', {
+          CancellationReasons: [{ Code: 'ConditionalCheckFailed' }, { Code: 'TransactionConflict' }],
+        }),
+      ),
     ).toBe(false);
     expect(isContention(named('ThrottlingException'))).toBe(false);
-    for (const n of ['ThrottlingException', 'RequestLimitExceeded', 'InternalServerError', 'TimeoutError']) expect(isExhaustedTransient(named(n)), n).toBe(true);
+    for (const n of ['ThrottlingException', 'RequestLimitExceeded', 'InternalServerError', 'TimeoutError'])
+      expect(isExhaustedTransient(named(n)), n).toBe(true);
     expect(isExhaustedTransient(Object.assign(new Error('socket hang up'), { code: 'ECONNRESET' }))).toBe(true);
     expect(isExhaustedTransient(named('X', { $metadata: { httpStatusCode: 503 } }))).toBe(true);
     expect(isExhaustedTransient(named('ConditionalCheckFailedException'))).toBe(false);
@@ -70,13 +84,40 @@ describe('retries', () => {
   it('gives up after maxAttempts with StoreRetryableError; an exhausted throttle is not retried again; definite errors pass through', async () => {
     let calls = 0;
     const opts = { ...DEFAULT_RETRY, baseDelayMs: 1, maxDelayMs: 2 };
-    await expect(withRetry('x', async () => { calls++; throw named('TransactionConflictException'); }, opts)).rejects.toBeInstanceOf(StoreRetryableError);
+    await expect(
+      withRetry(
+        'x',
+        async () => {
+          calls++;
+          throw named('TransactionConflictException');
+        },
+        opts,
+      ),
+    ).rejects.toBeInstanceOf(StoreRetryableError);
     expect(calls).toBe(5);
     calls = 0;
-    await expect(withRetry('x', async () => { calls++; throw named('ThrottlingException'); }, opts)).rejects.toBeInstanceOf(StoreRetryableError);
+    await expect(
+      withRetry(
+        'x',
+        async () => {
+          calls++;
+          throw named('ThrottlingException');
+        },
+        opts,
+      ),
+    ).rejects.toBeInstanceOf(StoreRetryableError);
     expect(calls).toBe(1);
     calls = 0;
-    await expect(withRetry('x', async () => { calls++; throw named('ValidationException'); }, opts)).rejects.toThrow('ValidationException');
+    await expect(
+      withRetry(
+        'x',
+        async () => {
+          calls++;
+          throw named('ValidationException');
+        },
+        opts,
+      ),
+    ).rejects.toThrow('ValidationException');
     expect(calls).toBe(1);
   });
 });

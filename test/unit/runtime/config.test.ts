@@ -97,9 +97,20 @@ describe('loadConfig', () => {
 
   it('blank means unset for every variable (serverless renders absent ones as "")', () => {
     const blank = Object.fromEntries(
-      ['TABLE_NAME', 'DYNAMODB_ENDPOINT', 'LEASE_TTL_MS', 'AFTER_TURN_COMPACTION_MODE', 'AFTER_TURN_QUEUE_URL', 'REDIS_URLS', 'REDIS_URLS_SSM_PARAM', 'OPENAI_BASE_URL', 'OPENAI_MODEL', 'OPENAI_API_KEY', 'OPENAI_API_KEY_SSM_PARAM', 'POWERTOOLS_SERVICE_NAME'].map(
-        (name, i) => [name, i % 2 ? '' : '   '],
-      ),
+      [
+        'TABLE_NAME',
+        'DYNAMODB_ENDPOINT',
+        'LEASE_TTL_MS',
+        'AFTER_TURN_COMPACTION_MODE',
+        'AFTER_TURN_QUEUE_URL',
+        'REDIS_URLS',
+        'REDIS_URLS_SSM_PARAM',
+        'OPENAI_BASE_URL',
+        'OPENAI_MODEL',
+        'OPENAI_API_KEY',
+        'OPENAI_API_KEY_SSM_PARAM',
+        'POWERTOOLS_SERVICE_NAME',
+      ].map((name, i) => [name, i % 2 ? '' : '   ']),
     );
     expect(loadConfig(blank)).toEqual(loadConfig({}));
   });
@@ -114,7 +125,12 @@ describe('loadConfig', () => {
   it('a bad value is a ConfigError naming each bad variable, all at once', () => {
     const err = (() => {
       try {
-        loadConfig({ LEASE_TTL_MS: 'abc', AFTER_TURN_COMPACTION_MODE: 'sideways', DYNAMODB_ENDPOINT: 'localhost:8000', MAX_BODY_BYTES: '1.5' });
+        loadConfig({
+          LEASE_TTL_MS: 'abc',
+          AFTER_TURN_COMPACTION_MODE: 'sideways',
+          DYNAMODB_ENDPOINT: 'localhost:8000',
+          MAX_BODY_BYTES: '1.5',
+        });
       } catch (e) {
         return e;
       }

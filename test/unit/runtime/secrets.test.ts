@@ -27,8 +27,14 @@ describe('SSM secrets', () => {
   it('REDIS_URLS_SSM_PARAM: the SecureString is read decrypted and parsed as the node list', async () => {
     parameters({ '/slc/dev/redis-urls': 'rediss://:pw@a:6380, rediss://:pw@b:6380,rediss://:pw@c:6380' });
     const config = loadConfig({ REDIS_URLS_SSM_PARAM: '/slc/dev/redis-urls' });
-    expect(await resolveRedisUrls(config.redis, ssmSecretReader(client))).toEqual(['rediss://:pw@a:6380', 'rediss://:pw@b:6380', 'rediss://:pw@c:6380']);
-    expect(ssm.commandCalls(GetParameterCommand).map((c) => c.args[0].input)).toEqual([{ Name: '/slc/dev/redis-urls', WithDecryption: true }]);
+    expect(await resolveRedisUrls(config.redis, ssmSecretReader(client))).toEqual([
+      'rediss://:pw@a:6380',
+      'rediss://:pw@b:6380',
+      'rediss://:pw@c:6380',
+    ]);
+    expect(ssm.commandCalls(GetParameterCommand).map((c) => c.args[0].input)).toEqual([
+      { Name: '/slc/dev/redis-urls', WithDecryption: true },
+    ]);
   });
 
   it('reads are cached: the same parameter twice costs one SSM call', async () => {
@@ -40,8 +46,18 @@ describe('SSM secrets', () => {
 
   it('OPENAI_API_KEY_SSM_PARAM fills the engine key and wins over OPENAI_API_KEY', async () => {
     parameters({ '/slc/openai': 'sk-from-ssm' });
-    const config = loadConfig({ OPENAI_BASE_URL: 'http://x/v1', OPENAI_MODEL: 'm', OPENAI_API_KEY: 'sk-env', OPENAI_API_KEY_SSM_PARAM: '/slc/openai' });
-    expect(await resolveEngine(config, ssmSecretReader(client))).toEqual({ kind: 'openai', baseUrl: 'http://x/v1', model: 'm', apiKey: 'sk-from-ssm' });
+    const config = loadConfig({
+      OPENAI_BASE_URL: 'http://x/v1',
+      OPENAI_MODEL: 'm',
+      OPENAI_API_KEY: 'sk-env',
+      OPENAI_API_KEY_SSM_PARAM: '/slc/openai',
+    });
+    expect(await resolveEngine(config, ssmSecretReader(client))).toEqual({
+      kind: 'openai',
+      baseUrl: 'http://x/v1',
+      model: 'm',
+      apiKey: 'sk-from-ssm',
+    });
   });
 
   it('nothing is read when no *_SSM_PARAM variable is set (local runs and tests need no AWS)', async () => {

@@ -53,9 +53,21 @@ describe('recordCompaction (EMF)', () => {
   it('counts a commit by outcome and reason, with its commit latency and a 0 for LeaseUnavailable', () => {
     recordCompaction(metrics(), { outcome: 'compressed' }, { latencyMs: 42 });
     expect(emitted()).toEqual([
-      { name: 'Compactions', value: 1, unit: 'Count', namespace: 'SessionLineage', dimensions: { service: 'session-lineage-test', outcome: 'compressed', reason: 'none' } },
+      {
+        name: 'Compactions',
+        value: 1,
+        unit: 'Count',
+        namespace: 'SessionLineage',
+        dimensions: { service: 'session-lineage-test', outcome: 'compressed', reason: 'none' },
+      },
       { name: 'LeaseUnavailable', value: 0, unit: 'Count', namespace: 'SessionLineage', dimensions: { service: 'session-lineage-test' } },
-      { name: 'CommitLatency', value: 42, unit: 'Milliseconds', namespace: 'SessionLineage', dimensions: { service: 'session-lineage-test' } },
+      {
+        name: 'CommitLatency',
+        value: 42,
+        unit: 'Milliseconds',
+        namespace: 'SessionLineage',
+        dimensions: { service: 'session-lineage-test' },
+      },
     ]);
   });
 
@@ -88,8 +100,14 @@ describe('recordCompaction (EMF)', () => {
     recordCompaction(m, { outcome: 'cancelled' }, { latencyMs: Number.NaN });
     const records = emitted();
     const dims = records.filter((r) => r.name === 'Compactions').map((r) => r.dimensions);
-    expect(dims.map((d) => `${String(d.outcome)}:${String(d.reason)}`)).toEqual(['noop:unchanged', 'skipped:adopted', 'skipped:other', 'cancelled:none']);
-    for (const r of records) expect(Object.keys(r.dimensions).sort()).toEqual(r.name === 'Compactions' ? ['outcome', 'reason', 'service'] : ['service']);
+    expect(dims.map((d) => `${String(d.outcome)}:${String(d.reason)}`)).toEqual([
+      'noop:unchanged',
+      'skipped:adopted',
+      'skipped:other',
+      'cancelled:none',
+    ]);
+    for (const r of records)
+      expect(Object.keys(r.dimensions).sort()).toEqual(r.name === 'Compactions' ? ['outcome', 'reason', 'service'] : ['service']);
     expect(records.some((r) => r.name === 'CommitLatency')).toBe(false);
   });
 
