@@ -7,7 +7,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { Context } from 'aws-lambda';
-import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { ensureTable } from '../../../infra/table.js';
 import { sqsShapedEvent } from '../../../lib/after-turn/local-invoke.js';
 import { LocalLambdaAfterTurnPublisher, NoopAfterTurnPublisher } from '../../../lib/after-turn/publisher.js';
@@ -17,6 +17,7 @@ import { ConfigError } from '../../../lib/config.js';
 import { afterTurnDeps, afterTurnPublisher, compaction, httpDeps, Runtime, sweepDeps, type RuntimeOptions } from '../../../lib/runtime.js';
 import { readCompactionEvents } from '../../../lib/events/index.js';
 import { asIs } from '../../../lib/lineage/prepare.js';
+import { jsonLinesWritten } from '../../support/json-output.js';
 
 const tableName = `runtime-${randomUUID().slice(0, 8)}`;
 const direct = createDynamoClient({ endpoint: process.env.DYNAMODB_ENDPOINT });
@@ -51,26 +52,6 @@ function request(method: 'GET' | 'POST', path: string, body?: unknown) {
     ...(body === undefined ? {} : { body: JSON.stringify(body) }),
     isBase64Encoded: false,
   };
-}
-
-/** JSON lines Powertools wrote to stdout while `fn` ran. */
-async function logLines<T>(fn: () => Promise<T>): Promise<{ value: T; lines: Record<string, unknown>[] }> {
-  const chunks: string[] = [];
-  const spy = vi.spyOn(process.stdout, 'write').mockImplementation((chunk: string | Uint8Array) => {
-    chunks.push(String(chunk));
-    return true;
-  });
-  try {
-    const value = await fn();
-    const lines = chunks
-      .join('')
-      .split('\n')
-      .filter((l) => l.startsWith('{'))
-      .map((l) => JSON.parse(l) as Record<string, unknown>);
-    return { value, lines };
-  } finally {
-    spy.mockRestore();
-  }
 }
 
 describe('composition root (lib/runtime.ts)', () => {
@@ -146,7 +127,7 @@ describe('composition root (lib/runtime.ts)', () => {
       prepare: asIs(Array.from({ length: 12 }, (_, i) => ({ role: i % 2 ? 'assistant' : 'user', content: `turn ${i} `.repeat(30) }))),
     });
     const compact = await compaction(rt);
-    const { value, lines } = await logLines(() =>
+    const { value, lines } = await jsonLinesWritten(() =>
       compact({ ref, mode: 'rotate', origin: 'manual', holder: 'metrics', correlationId: 'req-42' }),
     );
     expect(value.outcome).toBe('compressed');
@@ -168,7 +149,7 @@ describe('composition root (lib/runtime.ts)', () => {
       }),
     ]);
     // A loser is counted too (contention), and publishes nothing.
-    const { lines: again } = await logLines(() => compact({ ref, mode: 'rotate', origin: 'manual', holder: 'metrics-2' }));
+    const { lines: again } = await jsonLinesWritten(() => compact({ ref, mode: 'rotate', origin: 'manual', holder: 'metrics-2' }));
     expect(again.filter((l) => '_aws' in l)).toContainEqual(
       expect.objectContaining({ Compactions: 1, outcome: 'skipped', reason: 'adopted' }),
     );
@@ -178,7 +159,7 @@ describe('composition root (lib/runtime.ts)', () => {
 
   it('one service name, from POWERTOOLS_SERVICE_NAME, on what the runtime logs', async () => {
     const rt = runtimeOf({ env: { ...stackEnv(), POWERTOOLS_SERVICE_NAME: 'slc-test-service' } });
-    const { lines } = await logLines(async () => rt.logger.info('hello'));
+    const { lines } = await jsonLinesWritten(async () => rt.logger.info('hello'));
     expect(lines).toEqual([expect.objectContaining({ message: 'hello', service: 'slc-test-service' })]);
   });
 });
@@ -207,7 +188,7 @@ describe('the exported handlers answer through the container runtime', () => {
     const event = sqsShapedEvent([{ messageId: randomUUID(), body: JSON.stringify({ tenantId, sessionId, origin: 'turn' }) }]);
     expect(await afterTurn(event, context)).toEqual({ batchItemFailures: [] });
 
-    const { value, lines } = await logLines(async () => await sweep({}, context));
+    const { value, lines } = await jsonLinesWritten(async () => await sweep({}, context));
     expect(value).toMatchObject({ forksFound: 0, cleanupFailures: 0 });
     expect(lines.find((l) => l.message === 'sweep finished')).toMatchObject({ service: 'session-lineage' });
   });

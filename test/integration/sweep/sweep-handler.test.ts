@@ -4,13 +4,14 @@ import type { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { Logger } from '@aws-lambda-powertools/logger';
 import { Metrics } from '@aws-lambda-powertools/metrics';
 import type { Context } from 'aws-lambda';
-import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createSweepHandler } from '../../../functions/sweep.js';
 import { DynamoLineageStore } from '../../../lib/lineage/dynamo/store.js';
 import { asIs } from '../../../lib/lineage/prepare.js';
 import type { SessionRef } from '../../../lib/session-ref.js';
 import { forgeChild, killedRotation, transcript } from './killed-invocation.js';
 import { infraTable, storeOnOwnTable } from './own-table.js';
+import { jsonLinesWritten } from '../../support/json-output.js';
 
 const endpoint = process.env.DYNAMODB_ENDPOINT!;
 let tableName: string;
@@ -27,30 +28,6 @@ const context = {
   awsRequestId: randomUUID(),
   getRemainingTimeInMillis: () => 60_000,
 } as unknown as Context;
-
-/** Everything Powertools wrote to stdout and stderr (error logs) during `fn`, one JSON document per line. */
-async function capturingOutput<T>(fn: () => Promise<T>): Promise<{ value: T; lines: Record<string, unknown>[] }> {
-  const chunks: string[] = [];
-  const capture = (chunk: string | Uint8Array) => {
-    chunks.push(typeof chunk === 'string' ? chunk : Buffer.from(chunk).toString('utf8'));
-    return true;
-  };
-  const spies = [
-    vi.spyOn(process.stdout, 'write').mockImplementation(capture),
-    vi.spyOn(process.stderr, 'write').mockImplementation(capture),
-  ];
-  try {
-    const value = await fn();
-    const lines = chunks
-      .join('')
-      .split('\n')
-      .filter((l) => l.startsWith('{'))
-      .map((l) => JSON.parse(l) as Record<string, unknown>);
-    return { value, lines };
-  } finally {
-    spies.forEach((s) => s.mockRestore());
-  }
-}
 
 async function newSession(): Promise<SessionRef> {
   const r = await store.createSession({ tenantId: `t-${randomUUID()}` });
@@ -70,7 +47,7 @@ describe('sweep handler (SPEC S1, S2)', () => {
     const logger = new Logger({ serviceName: 'sweep-test' });
     const metrics = new Metrics({ serviceName: 'sweep-test', namespace: 'SessionLineageTest' });
     const handler = createSweepHandler(async () => ({ store }), { logger, metrics });
-    const { value, lines } = await capturingOutput(() => handler({}, context));
+    const { value, lines } = await jsonLinesWritten(() => handler({}, context));
 
     expect(value).toMatchObject({ expiredAttemptsCleaned: 1, orphanMessagesRemoved: killed.orphanMessages, forksFound: 1 });
     const emf = lines.find((l) => '_aws' in l);
@@ -91,7 +68,7 @@ describe('sweep handler (SPEC S1, S2)', () => {
       logger,
       metrics,
     });
-    const { value, lines } = await capturingOutput(() => handler({}, context));
+    const { value, lines } = await jsonLinesWritten(() => handler({}, context));
     expect(value).toMatchObject({ expiredAttemptsCleaned: 0, orphanMessagesRemoved: 0, forksFound: 0 });
     expect(lines.find((l) => '_aws' in l)).toMatchObject({ ExpiredAttemptsCleaned: 0, OrphansRemoved: 0, ForksFound: 0 });
     expect(lines.find((l) => l.message === 'sweep finished')).toMatchObject({ level: 'INFO', forksFound: 0 });

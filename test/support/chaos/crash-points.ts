@@ -1,28 +1,17 @@
 // Where the crash-point child (crash-child.ts) kills itself, and how the test runs it.
 import { spawn } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
-import { build } from 'esbuild';
+import { bundleChild } from '../bundle-child.js';
 
 export const CRASH_EXIT_CODE = 86;
 export const crashPoints = ['after_acquire', 'after_begin', 'after_child_messages', 'after_commit'] as const;
 export type CrashPoint = (typeof crashPoints)[number];
 
 const childSource = fileURLToPath(new URL('./crash-child.ts', import.meta.url));
-// Bundled once per run: a tsx-transpiled child costs seconds per spawn on a busy 2-core box.
-// Next to node_modules so the external packages resolve.
 const childBundle = fileURLToPath(new URL('../../../node_modules/.cache/chaos/crash-child.mjs', import.meta.url));
 
 export async function buildCrashChild(): Promise<void> {
-  await build({
-    entryPoints: [childSource],
-    outfile: childBundle,
-    bundle: true,
-    platform: 'node',
-    target: 'node20',
-    format: 'esm',
-    packages: 'external',
-    logLevel: 'silent',
-  });
+  await bundleChild(childSource, childBundle);
 }
 
 export interface CrashRun {

@@ -1,25 +1,14 @@
 // Builds and runs lineage-child.ts in separate node processes, and reads what they report.
 import { spawn, type ChildProcessWithoutNullStreams } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
-import { build } from 'esbuild';
+import { bundleChild } from '../bundle-child.js';
 import type { ChildLine } from './lineage-child.js';
 
 const source = fileURLToPath(new URL('./lineage-child.ts', import.meta.url));
-// Bundled once per run (a tsx child costs seconds per spawn on a busy 2-core box); next to
-// node_modules so the external packages (@openai/agents-core, zod) resolve.
 const bundle = fileURLToPath(new URL('../../../node_modules/.cache/client/lineage-child.mjs', import.meta.url));
 
 export async function buildLineageChild(): Promise<void> {
-  await build({
-    entryPoints: [source],
-    outfile: bundle,
-    bundle: true,
-    platform: 'node',
-    target: 'node20',
-    format: 'esm',
-    packages: 'external',
-    logLevel: 'silent',
-  });
+  await bundleChild(source, bundle);
 }
 
 export interface Child {
