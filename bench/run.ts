@@ -10,6 +10,7 @@ import { startRedis } from '../infra/local/processes.js';
 import { makeCoordinator } from '../test/support/chaos/coordinator.js';
 import { benchBundles } from './bundle-bench.js';
 import { benchCapacity, type CapacityResults } from './capacity/index.js';
+import { benchClientBundle } from './client-bench.js';
 import { benchCommit } from './commit-bench.js';
 import { benchContention, benchLoser } from './contention-bench.js';
 import { goalsOf } from './goals.js';
@@ -90,6 +91,10 @@ try {
       DYNAMODB_ENDPOINT: stack.dynamodbEndpoint,
     });
   }
+  if (want('client')) {
+    step('client bundle');
+    results.clientBundle = (await benchClientBundle()).goal;
+  }
   if (want('capacity')) {
     results.capacity = await benchCapacity({
       stack,
@@ -103,16 +108,19 @@ try {
   await stack.stop();
 }
 results.durationSeconds = Math.round((Date.now() - started) / 1000);
-results.goals = goalsOf(results);
 mkdirSync(`${root}bench/results`, { recursive: true });
 const stamp = results.startedAt.replace(/[:.]/g, '-');
-writeFileSync(`${root}bench/results/${stamp}.json`, JSON.stringify(results, null, 2) + '\n');
 // A partial run replaces only its own sections of latest.json (the run facts stay those of the last full run).
 const latest = `${root}bench/results/latest.json`;
 const previous = only.size > 0 && existsSync(latest) ? (JSON.parse(readFileSync(latest, 'utf8')) as Record<string, unknown>) : undefined;
 const runFacts = new Set(['startedAt', 'scale', 'node', 'cpus', 'durationSeconds']);
 const fresh = Object.fromEntries(Object.entries(results).filter(([k]) => !previous || !runFacts.has(k)));
-writeFileSync(latest, JSON.stringify({ ...previous, ...fresh }, null, 2) + '\n');
+// Goals from the merged sections, so a partial run never drops the goals of the sections it skipped.
+const merged = { ...previous, ...fresh } as BenchResults;
+results.goals = goalsOf(results);
+merged.goals = goalsOf(merged);
+writeFileSync(latest, JSON.stringify(merged, null, 2) + '\n');
+writeFileSync(`${root}bench/results/${stamp}.json`, JSON.stringify(results, null, 2) + '\n');
 console.log(summaryTable(results));
 if (results.capacity) console.log(`\ncapacity model: bench/CAPACITY.md (${results.capacity.operations.length} operations priced)`);
 if (only.size === 0) writeReadme(`${root}bench/README.md`, results);
