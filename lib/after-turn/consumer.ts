@@ -2,7 +2,7 @@
 // once per messageId, and say which records failed (ReportBatchItemFailures). No AWS event types.
 import { IdempotencyAlreadyInProgressError } from '@aws-lambda-powertools/idempotency';
 import { silentLogger, type Logger } from '../logger.js';
-import { StoreRetryableError } from '../lineage/errors.js';
+import { StoreOutcomeUnknownError, StoreRetryableError } from '../lineage/errors.js';
 import { AfterTurnRetryableError, InvalidAfterTurnEventError } from './errors.js';
 import { parseAfterTurnBody } from './event.js';
 import { checkDue, compactDue, type AfterTurnDeps, type AfterTurnResult } from './handle-after-turn.js';
@@ -89,6 +89,7 @@ export class AfterTurnConsumer {
     const retryable =
       err instanceof AfterTurnRetryableError ||
       err instanceof StoreRetryableError ||
+      err instanceof StoreOutcomeUnknownError ||
       // Another delivery of this messageId is running; this copy is retried after it.
       err instanceof IdempotencyAlreadyInProgressError;
     if (err instanceof InvalidAfterTurnEventError) {

@@ -14,6 +14,7 @@ import {
   SessionExistsError,
   SessionNotFoundError,
   StaleCursorError,
+  StoreOutcomeUnknownError,
   StoreRetryableError,
 } from '../lineage/errors.js';
 
@@ -33,6 +34,7 @@ export type ErrorCode =
   | 'idempotency_key_reused'
   | 'lease_unavailable'
   | 'unavailable'
+  | 'outcome_unknown'
   | 'internal';
 
 export class HttpError extends Error {
@@ -83,6 +85,16 @@ export function fromDomainError(err: unknown): HttpError | null {
   if (err instanceof ItemTooLargeError) {
     const what = err.index >= 0 ? `messages[${err.index}] is ${err.bytes} bytes stored` : `the append is ${err.bytes} bytes stored`;
     return new HttpError(413, 'payload_too_large', `${what}; the limit is ${err.limit}`);
+  }
+  if (err instanceof StoreOutcomeUnknownError) {
+    // Not the "nothing applied" 503 below: the client must not repeat a pop or an in-place compaction on it.
+    return new HttpError(
+      503,
+      'outcome_unknown',
+      'the store did not confirm the write; it may have been applied: read the session before repeating it',
+      {},
+      retryAfter,
+    );
   }
   if (err instanceof FenceStaleError || err instanceof AttemptInFlightError || err instanceof StoreRetryableError) {
     return new HttpError(503, 'unavailable', 'the session is busy; retry shortly', {}, retryAfter);

@@ -34,7 +34,7 @@ export class LineageApiError extends LineageError {
     this.retryAfterMs = parseRetryAfter(headers.get('retry-after'));
   }
 
-  /** True when the body is the API's own error JSON: the service answered, so nothing was applied. */
+  /** True when the body is the API's own error JSON (the service answered; its 503s say nothing was applied, but `outcome_unknown`). */
   get fromService(): boolean {
     return this.code !== 'unexpected_response';
   }

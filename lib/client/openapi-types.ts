@@ -261,7 +261,7 @@ export interface components {
         };
         ErrorBody: {
             /** @enum {string} */
-            code: "invalid_json" | "invalid_request" | "unauthorized" | "not_found" | "method_not_allowed" | "session_ended" | "count_mismatch" | "cursor_stale" | "lineage_too_deep" | "conflict" | "payload_too_large" | "unsupported_media_type" | "idempotency_key_reused" | "lease_unavailable" | "unavailable" | "internal";
+            code: "invalid_json" | "invalid_request" | "unauthorized" | "not_found" | "method_not_allowed" | "session_ended" | "count_mismatch" | "cursor_stale" | "lineage_too_deep" | "conflict" | "payload_too_large" | "unsupported_media_type" | "idempotency_key_reused" | "lease_unavailable" | "unavailable" | "outcome_unknown" | "internal";
             message: string;
             requestId?: string;
         };
@@ -335,7 +335,7 @@ export interface components {
                 "application/json": components["schemas"]["Error"];
             };
         };
-        /** @description The store or the lease backend is busy or unavailable: retry after Retry-After seconds */
+        /** @description The store or the lease backend is busy or unavailable: retry after Retry-After seconds (nothing was applied), except outcome_unknown: the store did not confirm a write it may have applied, so read before repeating a pop or an in-place compaction */
         Unavailable: {
             headers: {
                 "Retry-After"?: string;
@@ -651,7 +651,7 @@ export interface operations {
             413: components["responses"]["TooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
             500: components["responses"]["Internal"];
-            /** @description lease_unavailable (the lease backend cannot decide) or unavailable (the session is busy): retry after Retry-After seconds */
+            /** @description lease_unavailable (the lease backend cannot decide) or unavailable (the session is busy): nothing was applied, retry after Retry-After seconds; outcome_unknown: the store did not confirm a write it may have applied, read the session before repeating it */
             503: {
                 headers: {
                     "Retry-After"?: string;

@@ -24,7 +24,7 @@ export const DEFAULT_RETRY_POLICY: Readonly<RetryPolicy> = Object.freeze({
  *   creates carrying an Idempotency-Key, a rotation, which the service adopts the second time):
  *   retried after network errors, timeouts and any 5xx.
  * - `once`: a repeat could apply it twice (pop, in-place compaction): retried only after the
- *   service's own 503, which says nothing was applied.
+ *   service's own 503, which says nothing was applied (not `outcome_unknown`, which says it may have been).
  */
 export type Safety = 'repeatable' | 'once';
 

@@ -90,9 +90,11 @@ function classify(failure: LineageError, safety: Safety): Decision {
     return { retry: safety === 'repeatable' || !failure.mayHaveApplied, mayHaveApplied: failure.mayHaveApplied };
   }
   if (failure instanceof LineageApiError && failure.status >= 500) {
-    // The service's own 503 is decided before anything is written; any other 5xx (a crash, a
-    // gateway timeout) may come after a commit.
-    if (failure.status === 503 && failure.fromService) return { retry: true, mayHaveApplied: false };
+    // The service's own 503 is decided before anything is written (but `outcome_unknown`: the
+    // store did not confirm a write it may have applied); any other 5xx (a crash, a gateway
+    // timeout) may come after a commit.
+    if (failure.status === 503 && failure.fromService && failure.code !== 'outcome_unknown') return { retry: true, mayHaveApplied: false };
+    if (failure.status === 503 && failure.code === 'outcome_unknown') return { retry: safety === 'repeatable', mayHaveApplied: true };
     return { retry: safety === 'repeatable', mayHaveApplied: true };
   }
   return { retry: false, mayHaveApplied: false };

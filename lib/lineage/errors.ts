@@ -131,3 +131,19 @@ export class StoreRetryableError extends LineageError {
     super(message);
   }
 }
+
+/**
+ * A write DynamoDB may have applied without confirming it: every try of the transaction (one
+ * ClientRequestToken) timed out or lost its connection after it was sent. Unlike
+ * StoreRetryableError it does not mean "nothing was applied": read before repeating it.
+ */
+export class StoreOutcomeUnknownError extends LineageError {
+  override readonly name = 'StoreOutcomeUnknownError';
+  override readonly retryable = true;
+  constructor(
+    message: string,
+    override readonly cause?: unknown,
+  ) {
+    super(message);
+  }
+}

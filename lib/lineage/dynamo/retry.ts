@@ -64,6 +64,23 @@ export function isExhaustedTransient(err: unknown): boolean {
   return status !== undefined && status >= 500;
 }
 
+/** Failures of a request that never reached DynamoDB (no connection), or that it refused unapplied. */
+const UNSENT_CODES = new Set(['ECONNREFUSED', 'EHOSTUNREACH', 'ENETUNREACH', 'EAI_AGAIN']);
+const REFUSED_NAMES = new Set(['ProvisionedThroughputExceededException', 'ThrottlingException', 'RequestLimitExceeded']);
+
+/**
+ * Whether a write the SDK gave up on may still have been applied: a timeout, a reset or a 5xx
+ * after the request was sent (DynamoDB can apply it and the answer is lost, or apply it later
+ * when a stalled server resumes). Only a single try that never connected, or was throttled, is
+ * known not to have applied; after several tries an earlier one may have.
+ */
+export function mayHaveApplied(err: unknown): boolean {
+  if (!isExhaustedTransient(err)) return false;
+  const e = err as Error & { code?: string; $metadata?: { attempts?: number } };
+  const refused = (e.code !== undefined && UNSENT_CODES.has(e.code)) || REFUSED_NAMES.has(e.name);
+  return !(refused && (e.$metadata?.attempts ?? 1) <= 1);
+}
+
 export function backoffDelay(attempt: number, opts: RetryOptions, random: () => number = Math.random): number {
   return Math.floor(random() * Math.min(opts.maxDelayMs, opts.baseDelayMs * 2 ** attempt));
 }

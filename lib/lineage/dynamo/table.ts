@@ -16,12 +16,21 @@ import {
 } from '@aws-sdk/lib-dynamodb';
 import { unmarshall } from '@aws-sdk/util-dynamodb';
 import type { SessionRef } from '../../session-ref.js';
-import { SessionNotFoundError, StoreRetryableError } from '../errors.js';
+import { SessionNotFoundError, StoreOutcomeUnknownError, StoreRetryableError } from '../errors.js';
 import { deleteAll, putAll } from './batch-writes.js';
 import { expression, updateExpression, type ExpressionParts } from './expression.js';
 import { fromMessageItem, withDefaults, type MessageItem, type MetaItem, type StoredMeta } from './items.js';
 import { DEFAULT_ATTEMPT_SHARDS, DEFAULT_ROTATION_SHARDS, messageSk, metaKey, SHARD_QUERY_CONCURRENCY } from './keys.js';
-import { backoffDelay, cancellationCodes, DEFAULT_RETRY, isConditionFailure, sleep, withRetry, type RetryOptions } from './retry.js';
+import {
+  backoffDelay,
+  cancellationCodes,
+  DEFAULT_RETRY,
+  isConditionFailure,
+  mayHaveApplied,
+  sleep,
+  withRetry,
+  type RetryOptions,
+} from './retry.js';
 
 export type TransactItem = NonNullable<TransactWriteCommandInput['TransactItems']>[number];
 export type Key = { pk: string; sk: string };
@@ -152,7 +161,15 @@ export class Table {
     // with an error (a 500, a lost response) is not applied twice when retried (DynamoDB keeps
     // the token for 10 minutes).
     const token = randomUUID();
-    await this.send(what, () => this.doc.send(new TransactWriteCommand({ ClientRequestToken: token, TransactItems: items })));
+    try {
+      await this.send(what, () => this.doc.send(new TransactWriteCommand({ ClientRequestToken: token, TransactItems: items })));
+    } catch (err) {
+      // Every try was sent and none answered: it may have been applied (now or when a stalled
+      // DynamoDB resumes). Not "busy, nothing applied": a caller must not repeat it blindly.
+      if (err instanceof StoreRetryableError && mayHaveApplied(err.cause))
+        throw new StoreOutcomeUnknownError(`${what}: DynamoDB did not confirm the transaction (${(err.cause as Error).name})`, err.cause);
+      throw err;
+    }
   }
 
   /** Items of one generation with from <= seq <= to, in order (or newest first), stopping at `limit` / `maxBytes`. */

@@ -151,6 +151,24 @@ describe('requests that must not be repeated', () => {
     expect((await direct.getSession(id)).messageCount).toBe(3);
   });
 
+  it('A6: a pop answered 503 outcome_unknown (the store did not confirm it) is not retried (adversarial pass 3)', async () => {
+    const id = await sessionWith(2);
+    proxy.setRule((r) => {
+      if (r.method !== 'DELETE') return 'forward';
+      return {
+        respond: {
+          status: 503,
+          headers: { 'retry-after': '0' },
+          body: { error: { code: 'outcome_unknown', message: 'the store did not confirm the write; it may have been applied' } },
+        },
+      };
+    });
+    const err = await viaProxy.pop(id).catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(LineageApiError);
+    expect(err).toMatchObject({ status: 503, code: 'outcome_unknown' });
+    expect(proxy.seen.filter((s) => s.method === 'DELETE')).toHaveLength(1);
+  });
+
   it('a DELETE whose answer was lost counts as done when the retry answers 404', async () => {
     const id = await sessionWith(1);
     let dropped = false;

@@ -1,0 +1,76 @@
+// Defect (adversarial pass 3): a write whose transaction DynamoDB applied but never confirmed was
+// answered 503 `unavailable`, the service's "nothing was applied, retry" answer.
+//
+// A SIGSTOPped DynamoDB receives the pop's TransactWriteItems (and the SDK's resends, one
+// ClientRequestToken) but answers none within the SDK's tries; withRetry turns the TimeoutError
+// into StoreRetryableError, the API into 503 `unavailable`. On SIGCONT DynamoDB applies the pop.
+// The client (lib/client/transport.ts) retries a `once` request (pop, in-place compaction) after
+// the service's own 503, so the retry pops a second item: an acknowledged append is gone (I4, A6).
+// The same 503 answered an append without an Idempotency-Key whose items landed (seen in a storm
+// with DynamoDB Local SIGSTOPped for 12 s: `unackedButStored`).
+import type { DynamoDBClient } from '@aws-sdk/client-dynamodb';
+import { afterAll, describe, expect, it } from 'vitest';
+import { fromDomainError } from '../../../lib/api/errors.js';
+import { StoreOutcomeUnknownError } from '../../../lib/lineage/errors.js';
+import { asIs } from '../../../lib/lineage/prepare.js';
+import { dynamoClient, makeStore, msg, msgs, newSession } from './support.js';
+
+const clients: DynamoDBClient[] = [];
+afterAll(() => clients.forEach((c) => c.destroy()));
+
+/** A client whose matching transactions reach DynamoDB (and apply) but whose answers never arrive. */
+function losingAnswers(match: (input: { TransactItems?: { Delete?: unknown; Put?: unknown }[] }) => boolean): DynamoDBClient {
+  const client = dynamoClient();
+  clients.push(client);
+  client.middlewareStack.add(
+    (next) => async (args) => {
+      const input = args.input as { TransactItems?: { Delete?: unknown; Put?: unknown }[] };
+      if (!match(input)) return next(args);
+      await next(args);
+      throw Object.assign(new Error('Connection timed out after 5000 ms'), { name: 'TimeoutError' });
+    },
+    { step: 'initialize', name: 'adversarialLostAnswer' },
+  );
+  return client;
+}
+
+describe('writes DynamoDB applied without confirming them (I4, A6, F1; found by the adversarial pass)', () => {
+  it('A6/I4: a pop whose transaction applied but was never confirmed is not answered "nothing applied" (503 unavailable)', async () => {
+    const direct = makeStore();
+    const ref = await newSession(direct, msgs(1, 5));
+    const store = makeStore(losingAnswers((i) => !!i.TransactItems?.some((t) => t.Delete)));
+    const err = await store.popLast(ref).catch((e: unknown) => e);
+    // The pop did happen.
+    expect(await direct.readAll(ref)).toEqual(msgs(1, 4));
+    expect(err).toBeInstanceOf(StoreOutcomeUnknownError);
+    const http = fromDomainError(err);
+    expect(http?.status).toBe(503);
+    expect(http?.code).toBe('outcome_unknown');
+    expect(http?.code).not.toBe('unavailable');
+  });
+
+  it('I4: an append without a key whose transaction applied unconfirmed says the outcome is unknown', async () => {
+    const direct = makeStore();
+    const ref = await newSession(direct, msgs(1, 2));
+    const store = makeStore(losingAnswers((i) => !!i.TransactItems?.some((t) => t.Put)));
+    const err = await store.appendItems(ref, { prepare: asIs([msg(3)]) }).catch((e: unknown) => e);
+    expect(await direct.readAll(ref)).toEqual(msgs(1, 3));
+    expect(fromDomainError(err)?.code).toBe('outcome_unknown');
+  });
+
+  it('a write refused before DynamoDB saw it (connection refused) stays 503 unavailable: nothing was applied', async () => {
+    const direct = makeStore();
+    const ref = await newSession(direct, msgs(1, 3));
+    const client = dynamoClient();
+    clients.push(client);
+    client.middlewareStack.add(
+      () => () => Promise.reject(Object.assign(new Error('connect ECONNREFUSED'), { name: 'Error', code: 'ECONNREFUSED' })),
+      { step: 'initialize', name: 'adversarialRefused' },
+    );
+    const err = await makeStore(client)
+      .popLast(ref)
+      .catch((e: unknown) => e);
+    expect(fromDomainError(err)?.code).toBe('unavailable');
+    expect(await direct.readAll(ref)).toEqual(msgs(1, 3));
+  });
+});
