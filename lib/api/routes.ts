@@ -11,7 +11,7 @@ import type { Logger } from '../logger.js';
 import type { SessionRef } from '../session-ref.js';
 import { HttpError, invalidField, leaseUnavailable, notFound } from './errors.js';
 import { appendBody, assertMetadata, compressBody, createSessionBody, DEFAULT_LIMIT, listMessagesQuery, parseWith } from './schemas.js';
-import { outcomeView, sessionView } from './views.js';
+import { lineageEntryView, outcomeView, sessionView } from './views.js';
 
 /** Structurally the after-turn publisher of lib/after-turn/publisher.ts. */
 export interface TurnEventPublisher {
@@ -181,7 +181,7 @@ export const routes: readonly Route[] = [
       const last = chain.at(-1);
       if (!last) throw notFound(ctx.params.id!);
       // The live tip; a deleted last session leaves the conversation without one.
-      return { status: 200, body: { chain: chain.map(sessionView), tip: last.deletedAt ? null : last.sessionId } };
+      return { status: 200, body: { chain: chain.map(lineageEntryView), tip: last.deletedAt ? null : last.sessionId } };
     },
   },
   {

@@ -2,6 +2,7 @@
 // links, and no internals (fences, attempts, versions).
 import type { CompactionOutcome } from '../compaction/types.js';
 import type { ItemFormat } from '../items/types.js';
+import { MAX_PAGE_BYTES } from '../lineage/limits.js';
 import type { SessionRecord } from '../lineage/types.js';
 
 export interface SessionView {
@@ -38,14 +39,40 @@ export function sessionView(s: SessionRecord): SessionView {
 }
 
 /**
+ * A session as GET /lineage lists it: without metadata (up to 16 KiB each and inherited by every
+ * child, so a long chain's metadata alone would pass Lambda's 6 MB response limit). GET
+ * /sessions/{id} shows it.
+ */
+export type LineageEntryView = Omit<SessionView, 'metadata'>;
+
+export function lineageEntryView(s: SessionRecord): LineageEntryView {
+  const { metadata: _metadata, ...entry } = sessionView(s);
+  return entry;
+}
+
+/** The leading items whose JSON fits in `maxBytes` (UTF-8), as a page is cut (A5). */
+export function leadingWithin<T>(items: readonly T[], maxBytes: number): { items: T[]; truncated: boolean } {
+  let bytes = 0;
+  for (let i = 0; i < items.length; i++) {
+    bytes += Buffer.byteLength(JSON.stringify(items[i]), 'utf8');
+    if (bytes > maxBytes && i > 0) return { items: items.slice(0, i), truncated: true };
+  }
+  return { items: [...items], truncated: false };
+}
+
+/**
  * Compaction outcome as returned by POST /sessions/{id}/compress. Only `compressed` carries
- * messages (the live transcript); every other outcome is answered without reading it (C1).
+ * messages (the live transcript, cut like a page to MAX_PAGE_BYTES and then `truncated`: kept
+ * tool results can make it larger than a Lambda response may be); every other outcome is
+ * answered without reading it (C1).
  */
 export function outcomeView(o: CompactionOutcome): Record<string, unknown> {
   const base = { outcome: o.outcome, sessionId: o.sessionId, warnings: o.warnings };
   switch (o.outcome) {
-    case 'compressed':
-      return { ...base, mode: o.mode, previousSessionId: o.previousSessionId, messages: o.items };
+    case 'compressed': {
+      const { items, truncated } = leadingWithin(o.items, MAX_PAGE_BYTES);
+      return { ...base, mode: o.mode, previousSessionId: o.previousSessionId, messages: items, truncated };
+    }
     case 'skipped':
       return { ...base, reason: o.reason, ...(o.holder !== undefined ? { holder: o.holder } : {}) };
     case 'noop':

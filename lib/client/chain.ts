@@ -2,7 +2,7 @@
 // add a child while we go.
 import type { LineageClient } from './client.js';
 import { LineageError, NotFoundError } from './errors.js';
-import type { Session } from './types.js';
+import type { LineageEntry } from './types.js';
 
 /**
  * Deletes every session of the chain `id` belongs to, tip first. Read again after each pass: a
@@ -12,7 +12,7 @@ export async function deleteChain(client: LineageClient, id: string): Promise<st
   const deleted: string[] = [];
   let anchor = id;
   for (let pass = 0; pass < 8; pass++) {
-    let chain: Session[];
+    let chain: LineageEntry[];
     try {
       chain = (await client.lineage(anchor)).chain;
     } catch (err) {

@@ -192,6 +192,26 @@ export interface components {
              */
             deletedAt?: string;
         };
+        /** @description A session as its lineage lists it: the Session without metadata (read it with GET /sessions/{id}) */
+        LineageEntry: {
+            sessionId: string;
+            format: components["schemas"]["Format"];
+            parentSessionId: string | null;
+            childSessionId: string | null;
+            /** Format: date-time */
+            endedAt: string | null;
+            endReason: string | null;
+            messageCount: number;
+            /** Format: date-time */
+            createdAt: string;
+            source: string | null;
+            lastActivity: components["schemas"]["ActivityMark"] | null;
+            /**
+             * Format: date-time
+             * @description Only in a relative's lineage: this session was deleted
+             */
+            deletedAt?: string;
+        };
         SessionResponse: {
             session: components["schemas"]["Session"];
         };
@@ -226,7 +246,7 @@ export interface components {
             session: components["schemas"]["Session"];
         };
         LineageResponse: {
-            chain: components["schemas"]["Session"][];
+            chain: components["schemas"]["LineageEntry"][];
             /** @description The live tip: the chain's last session, or null when that session was deleted (the conversation has no live session) */
             tip: string | null;
         };
@@ -255,8 +275,10 @@ export interface components {
             mode?: "in_place" | "rotate";
             /** @description skipped/locked: the lease holder's token */
             holder?: string | null;
-            /** @description compressed only: the live transcript */
+            /** @description compressed only: the live transcript, its leading items when the whole would pass 4.5 MB of JSON (then truncated is true) */
             messages?: components["schemas"]["Item"][];
+            /** @description compressed only: messages holds only the leading items that fit in one response; read the whole transcript with GET /sessions/{id}/messages */
+            truncated?: boolean;
             warnings: string[];
         };
         ErrorBody: {

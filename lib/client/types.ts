@@ -10,6 +10,8 @@ export type ResponsesItem = Schemas['ResponsesItem'];
 /** An item of the session's format, returned exactly as appended (SPEC A1). */
 export type Item = Schemas['Item'];
 export type Session = Schemas['Session'];
+/** A session as GET /lineage lists it: without metadata. */
+export type LineageEntry = Schemas['LineageEntry'];
 export type CreateSessionRequest = Schemas['CreateSessionRequest'];
 export type MessagesPage = Schemas['MessagesPage'];
 export type PopResponse = Schemas['PopResponse'];

@@ -536,18 +536,13 @@ describe('HTTP API error mapping', () => {
   });
 });
 
-// Found by the adversarial pass (3): two answers have no size bound, though Lambda refuses a
-// response over 6 MB (API Gateway then answers 502 / 500 without our JSON, after the work is done).
-// Pages are cut at MAX_PAGE_BYTES (A5); these are not. Not fixed: each needs an API decision
-// (compress: omit or cut `messages` and say so, the client then pages; lineage: page the chain or
-// leave metadata out of it), see test/adversarial/README.md.
+// Found by the adversarial pass: two answers had no size bound, though Lambda refuses a response
+// over 6 MB (API Gateway then answers 502 / 500 without our JSON, after the work is done).
 describe('responses stay under the 6 MB Lambda payload limit (F1, A5; found by the adversarial pass)', () => {
   const LAMBDA_LIMIT = 6 * 1024 * 1024;
   const bytes = (r: Awaited<ReturnType<typeof handleHttpRequest>>) => Buffer.byteLength(r.body ?? '', 'utf8');
-
-  it('F1/A5: a compressed outcome whose kept tail holds large tool results (20 x 350 KB) is answered under 6 MB', async () => {
-    const items = Array.from({ length: 20 }, (_, i) => ({ role: 'tool', tool_call_id: `c${i}`, content: 'A'.repeat(350_000) }));
-    const { d } = deps({}, async () => ({
+  const compressedWith = (items: unknown[]) =>
+    deps({}, async () => ({
       sessionId: 's1',
       warnings: [],
       outcome: 'compressed',
@@ -555,24 +550,49 @@ describe('responses stay under the 6 MB Lambda payload limit (F1, A5; found by t
       previousSessionId: 's1',
       items,
       commitMs: 3,
-    }));
-    const r = await handleHttpRequest(event('POST', '/sessions/s1/compress', { body: '{"keepLast":20}' }), d, { requestId: 'req-1' });
+    })).d;
+
+  it('F1/A5: a compressed outcome whose kept tail holds large tool results (20 x 350 KB) answers its leading items, truncated', async () => {
+    const items = Array.from({ length: 20 }, (_, i) => ({ role: 'tool', tool_call_id: `c${i}`, content: 'A'.repeat(350_000) }));
+    const r = await handleHttpRequest(event('POST', '/sessions/s1/compress', { body: '{"keepLast":20}' }), compressedWith(items), {
+      requestId: 'req-1',
+    });
     expect(r.statusCode).toBe(200);
     expect(bytes(r)).toBeLessThan(LAMBDA_LIMIT);
+    const body = JSON.parse(r.body!) as { messages: unknown[]; truncated: boolean };
+    expect(body.truncated).toBe(true);
+    // The leading items, in order, as many as fit in one page's bytes (4.5 MB: 12 of 350 KB).
+    expect(body.messages).toEqual(items.slice(0, 12));
   });
 
-  it('F1: the lineage of a long chain whose sessions carry 16 KiB metadata (inherited by every child) is answered under 6 MB', async () => {
+  it('A5: a compressed outcome that fits is answered whole with truncated: false', async () => {
+    const items = [
+      { role: 'assistant', content: 'summary' },
+      { role: 'user', content: '\u{1F600}'.repeat(10) },
+    ];
+    const r = await handleHttpRequest(event('POST', '/sessions/s1/compress', { body: '{}' }), compressedWith(items), {
+      requestId: 'req-1',
+    });
+    expect(JSON.parse(r.body!)).toMatchObject({ messages: items, truncated: false });
+  });
+
+  it('F1: the lineage of a 1,000-session chain whose sessions carry 16 KiB metadata is answered under 6 MB, without metadata', async () => {
     const metadata = { notes: 'm'.repeat(16_000) };
-    const chain: SessionRecord[] = Array.from({ length: 420 }, (_, i) => ({
+    const chain: SessionRecord[] = Array.from({ length: 1000 }, (_, i) => ({
       ...session,
       sessionId: `s${i + 1}`,
       metadata,
+      source: 's'.repeat(200),
       ...(i > 0 ? { parentSessionId: `s${i}` } : {}),
-      ...(i < 419 ? { childSessionId: `s${i + 2}`, endedAt: '2024-01-02T00:00:00.000Z' } : {}),
+      ...(i < 999 ? { childSessionId: `s${i + 2}`, endedAt: '2024-01-02T00:00:00.000Z' } : {}),
     }));
     const { d } = deps({ lineage: vi.fn(async () => chain) });
     const r = await handleHttpRequest(event('GET', '/sessions/s1/lineage'), d, { requestId: 'req-1' });
     expect(r.statusCode).toBe(200);
     expect(bytes(r)).toBeLessThan(LAMBDA_LIMIT);
+    const body = JSON.parse(r.body!) as { chain: Record<string, unknown>[]; tip: string };
+    expect(body.chain).toHaveLength(1000);
+    expect(body.chain.every((e) => !('metadata' in e))).toBe(true);
+    expect(body.tip).toBe('s1000');
   });
 });
