@@ -94,7 +94,6 @@ function classify(failure: LineageError, safety: Safety): Decision {
     // store did not confirm a write it may have applied); any other 5xx (a crash, a gateway
     // timeout) may come after a commit.
     if (failure.status === 503 && failure.fromService && failure.code !== 'outcome_unknown') return { retry: true, mayHaveApplied: false };
-    if (failure.status === 503 && failure.code === 'outcome_unknown') return { retry: safety === 'repeatable', mayHaveApplied: true };
     return { retry: safety === 'repeatable', mayHaveApplied: true };
   }
   return { retry: false, mayHaveApplied: false };

@@ -5,6 +5,7 @@ import type { APIGatewayProxyEventV2 } from 'aws-lambda';
 import { describe, expect, it, vi } from 'vitest';
 import { handleHttpRequest, type ApiDeps } from '../../../lib/api/http-app.js';
 import type { CompactionOutcome } from '../../../lib/compaction/types.js';
+import type { Item } from '../../../lib/items/types.js';
 import { LeaseUnavailableError } from '../../../lib/lease/errors.js';
 import {
   CountMismatchError,
@@ -541,7 +542,7 @@ describe('HTTP API error mapping', () => {
 describe('responses stay under the 6 MB Lambda payload limit (F1, A5; found by the adversarial pass)', () => {
   const LAMBDA_LIMIT = 6 * 1024 * 1024;
   const bytes = (r: Awaited<ReturnType<typeof handleHttpRequest>>) => Buffer.byteLength(r.body ?? '', 'utf8');
-  const compressedWith = (items: unknown[]) =>
+  const compressedWith = (items: Item[]) =>
     deps({}, async () => ({
       sessionId: 's1',
       warnings: [],
