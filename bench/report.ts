@@ -8,6 +8,7 @@ import type { LeaseBenchResult } from './lease-bench.js';
 import type { QuorumBenchResult } from './quorum-bench.js';
 import type { ScaleRow } from './scale-bench.js';
 import type { TokenBenchRow } from './token-bench.js';
+import { SWEEP_SHARD_QUERIES } from './sweep-floor.js';
 import type { Comparison } from './stats.js';
 
 export interface BenchResults {
@@ -168,15 +169,33 @@ export function sections(r: BenchResults): string[] {
     out.push(
       `### Lambda bundles (esbuild with infra/build.ts options: minified ESM)\n\n` +
         table(
-          ['function', 'size', 'largest inputs', 'import p50 (bundle / empty / ratio)', 'process p50 (bundle / empty / ratio)'],
+          [
+            'function',
+            'size',
+            'largest inputs',
+            'import p50 (bundle / empty / ratio)',
+            'init = import + first request p50 (bundle / empty)',
+            'process p50 (bundle / empty / ratio)',
+          ],
           r.bundles.map((b) => [
             b.fn,
             `${b.kib} KiB`,
             b.topInputs.map((t) => `${t.path} ${t.kib} KiB`).join('; '),
             `${ms(b.importMs.subject.p50)} / ${ms(b.importMs.baseline.p50)} / ${b.importMs.ratioP50}x`,
+            `${ms(b.initMs.subject.p50)} / ${ms(b.initMs.baseline.p50)}`,
             `${ms(b.processMs.subject.p50)} / ${ms(b.processMs.baseline.p50)} / ${b.processMs.ratioP50}x`,
           ]),
-        ),
+        ) +
+        r.bundles
+          .filter((b) => b.firstRequestVsBareQueries)
+          .map((b) => {
+            const c = b.firstRequestVsBareQueries!;
+            return (
+              `\n\nThe ${b.fn}'s first request is a whole sweep run: ${ms(c.subject.p50)} p50, beside ${ms(c.baseline.p50)} for its ` +
+              `${SWEEP_SHARD_QUERIES} shard Queries alone, bare, at the same concurrency (${c.ratioP50}x).`
+            );
+          })
+          .join(''),
     );
   }
   return out;
@@ -314,7 +333,10 @@ Raw numbers: \`bench/results/latest.json\` (and one timestamped file per run).
 - Quorum loss: two of three Redis nodes are SIGKILLed; a request must learn \`lease_unavailable\` in milliseconds
   (SPEC L4), not after the client's reconnect budget.
 - Bundles: each \`functions/*.ts\` bundled by esbuild (the options of infra/build.ts: minified ESM); "import" is the in-process
-  \`await import()\` time in a fresh \`node\`, "process" the whole spawn-to-exit time, each vs an empty module.
+  \`await import()\` time in a fresh \`node\`, "init" the import plus the first request (SPEC P4's cold init: an http
+  GET, one after-turn record below the threshold, one sweep run), "process" the whole spawn-to-exit time, each vs an
+  empty module. A sweep run queries every shard of both sharded indexes, so its init is mostly DynamoDB's time; the
+  line under the table puts it beside the same Queries sent bare.
 
 ${sections(r).join('\n\n')}
 

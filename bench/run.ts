@@ -110,11 +110,12 @@ try {
 results.durationSeconds = Math.round((Date.now() - started) / 1000);
 mkdirSync(`${root}bench/results`, { recursive: true });
 const stamp = results.startedAt.replace(/[:.]/g, '-');
-// A partial run replaces only its own sections of latest.json (the run facts stay those of the last full run).
+// A run replaces only the sections it ran (a full run leaves `capacity` as its own run wrote it);
+// the run facts stay those of the last full run.
 const latest = `${root}bench/results/latest.json`;
-const previous = only.size > 0 && existsSync(latest) ? (JSON.parse(readFileSync(latest, 'utf8')) as Record<string, unknown>) : undefined;
+const previous = existsSync(latest) ? (JSON.parse(readFileSync(latest, 'utf8')) as Record<string, unknown>) : undefined;
 const runFacts = new Set(['startedAt', 'scale', 'node', 'cpus', 'durationSeconds']);
-const fresh = Object.fromEntries(Object.entries(results).filter(([k]) => !previous || !runFacts.has(k)));
+const fresh = Object.fromEntries(Object.entries(results).filter(([k]) => only.size === 0 || !runFacts.has(k)));
 // Goals from the merged sections, so a partial run never drops the goals of the sections it skipped.
 const merged = { ...previous, ...fresh } as BenchResults;
 results.goals = goalsOf(results);
