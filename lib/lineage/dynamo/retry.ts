@@ -17,18 +17,21 @@ export const DEFAULT_RETRY: RetryOptions = { maxAttempts: 5, baseDelayMs: 25, ma
 /** Cancellation reason codes that mean "contention", not "your condition is false". */
 const CONTENTION_REASONS = new Set(['TransactionConflict', 'ThrottlingError', 'ProvisionedThroughputExceeded']);
 
+/** Throttling: DynamoDB refused the request without applying it. */
+const THROTTLING_NAMES = ['ProvisionedThroughputExceededException', 'ThrottlingException', 'RequestLimitExceeded'];
+/** Connection failures before a request was sent. */
+const UNSENT_CODES = ['ECONNREFUSED', 'EHOSTUNREACH', 'ENETUNREACH', 'EAI_AGAIN'];
+
 /** Errors the SDK already retried: past its attempts they mean "busy", not "broken". */
 const EXHAUSTED_NAMES = new Set([
-  'ProvisionedThroughputExceededException',
-  'ThrottlingException',
-  'RequestLimitExceeded',
+  ...THROTTLING_NAMES,
   'InternalServerError',
   'ServiceUnavailable',
   'TimeoutError',
   'RequestTimeout',
   'TransactionInProgressException',
 ]);
-const TRANSPORT_CODES = new Set(['ECONNRESET', 'ECONNREFUSED', 'EPIPE', 'ETIMEDOUT', 'EHOSTUNREACH', 'ENETUNREACH', 'EAI_AGAIN']);
+const TRANSPORT_CODES = new Set([...UNSENT_CODES, 'ECONNRESET', 'EPIPE', 'ETIMEDOUT']);
 
 export function cancellationCodes(err: unknown): string[] {
   const reasons = (err as { CancellationReasons?: { Code?: string }[] } | null)?.CancellationReasons;
@@ -64,10 +67,6 @@ export function isExhaustedTransient(err: unknown): boolean {
   return status !== undefined && status >= 500;
 }
 
-/** Failures of a request that never reached DynamoDB (no connection), or that it refused unapplied. */
-const UNSENT_CODES = new Set(['ECONNREFUSED', 'EHOSTUNREACH', 'ENETUNREACH', 'EAI_AGAIN']);
-const REFUSED_NAMES = new Set(['ProvisionedThroughputExceededException', 'ThrottlingException', 'RequestLimitExceeded']);
-
 /**
  * Whether a write the SDK gave up on may still have been applied: a timeout, a reset or a 5xx
  * after the request was sent (DynamoDB can apply it and the answer is lost, or apply it later
@@ -77,7 +76,8 @@ const REFUSED_NAMES = new Set(['ProvisionedThroughputExceededException', 'Thrott
 export function mayHaveApplied(err: unknown): boolean {
   if (!isExhaustedTransient(err)) return false;
   const e = err as Error & { code?: string; $metadata?: { attempts?: number } };
-  const refused = (e.code !== undefined && UNSENT_CODES.has(e.code)) || REFUSED_NAMES.has(e.name);
+  // Never reached DynamoDB (no connection), or refused unapplied (throttled).
+  const refused = (e.code !== undefined && UNSENT_CODES.includes(e.code)) || THROTTLING_NAMES.includes(e.name);
   return !(refused && (e.$metadata?.attempts ?? 1) <= 1);
 }
 
