@@ -59,6 +59,23 @@ export function parseCommand<O extends OptionSpecs = Record<never, OptionSpec>>(
   return parsed as CommandLine<O>;
 }
 
+const TENANT_OPTION = { tenant: { type: 'string' } } as const satisfies OptionSpecs;
+
+/** `<id> --tenant <t>` plus the command's own options: the line of every per-session command, and the session it names. */
+export function parseSessionCommand<O extends OptionSpecs = Record<never, OptionSpec>>(
+  args: string[],
+  usage: string,
+  own: { options?: O; required?: readonly (keyof O & string)[] } = {},
+): CommandLine<typeof TENANT_OPTION & O> & { ref: SessionRef } {
+  const line = parseCommand<typeof TENANT_OPTION & O>(args, {
+    usage,
+    positionals: ['id'],
+    options: { ...TENANT_OPTION, ...own.options } as typeof TENANT_OPTION & O,
+    required: ['tenant', ...(own.required ?? [])],
+  });
+  return { ...line, ref: sessionRefOf(line.values.tenant as string | undefined, line.positionals[0], usage) };
+}
+
 export function tenantOf(tenant: string | undefined, usage: string): string {
   if (!tenant || !TENANT_ID_PATTERN.test(tenant))
     throw new UsageError(`invalid --tenant "${tenant ?? ''}": 1-64 letters, digits, '_', '.', '-'`, usage);

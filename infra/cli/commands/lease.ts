@@ -6,7 +6,7 @@ import { createRedisClients, waitForRedis } from '../../../lib/clients.js';
 import { quorumSize } from '../../../lib/lease/quorum.js';
 import { SessionLease } from '../../../lib/lease/session-lease.js';
 import { sessionKey } from '../../../lib/session-ref.js';
-import { parseCommand, sessionRefOf } from '../args.js';
+import { parseSessionCommand } from '../args.js';
 import type { Command } from '../command.js';
 import { CliError, EXIT_FAILED, EXIT_OK } from '../errors.js';
 import { confirm, type CliIo } from '../io.js';
@@ -94,13 +94,7 @@ export const leaseShow: Command = {
   usage: SHOW_USAGE,
   summary: "the session lease's holder token on each Redis node (or none)",
   async run(args, io) {
-    const { values, positionals } = parseCommand(args, {
-      usage: SHOW_USAGE,
-      positionals: ['id'],
-      options: { tenant: { type: 'string' } },
-      required: ['tenant'],
-    });
-    const ref = sessionRefOf(values.tenant, positionals[0], SHOW_USAGE);
+    const { values, ref } = parseSessionCommand(args, SHOW_USAGE);
     return withLease(values, io, sessionKey(ref), async ({ read }) => {
       const state = await read();
       const tokens = [...new Set(state.nodes.flatMap((n) => (n.holder ? [n.holder] : [])))];
@@ -119,13 +113,10 @@ export const leaseRelease: Command = {
   usage: RELEASE_USAGE,
   summary: "token-checked release of a stuck lease (asks first); never deletes another holder's lease",
   async run(args, io) {
-    const { values, positionals } = parseCommand(args, {
-      usage: RELEASE_USAGE,
-      positionals: ['id'],
-      options: { tenant: { type: 'string' }, token: { type: 'string' }, yes: { type: 'boolean' } },
-      required: ['tenant', 'token'],
+    const { values, ref } = parseSessionCommand(args, RELEASE_USAGE, {
+      options: { token: { type: 'string' }, yes: { type: 'boolean' } },
+      required: ['token'],
     });
-    const ref = sessionRefOf(values.tenant, positionals[0], RELEASE_USAGE);
     const token = values.token!;
     return withLease(values, io, sessionKey(ref), async ({ lease, read }) => {
       const before = await read();

@@ -3,7 +3,7 @@
 import type { SessionRecord } from '../../../lib/lineage/types.js';
 import { DynamoLineageStore } from '../../../lib/lineage/dynamo/store.js';
 import type { SessionRef } from '../../../lib/session-ref.js';
-import { parseCommand, sessionRefOf } from '../args.js';
+import { parseSessionCommand } from '../args.js';
 import type { Command } from '../command.js';
 import { CliError, EXIT_OK } from '../errors.js';
 import { columns, emit, relative } from '../output.js';
@@ -67,13 +67,7 @@ export const sessionsShow: Command = {
   usage: SHOW_USAGE,
   summary: 'a session record (format, links, counts, tokens, in-flight attempt, last activity) and its live tip',
   async run(args, io) {
-    const { values, positionals } = parseCommand(args, {
-      usage: SHOW_USAGE,
-      positionals: ['id'],
-      options: { tenant: { type: 'string' } },
-      required: ['tenant'],
-    });
-    const ref = sessionRefOf(values.tenant, positionals[0], SHOW_USAGE);
+    const { values, ref } = parseSessionCommand(args, SHOW_USAGE);
     return withTarget(values, io, async (target) => {
       const store = await storeOf(target);
       const session = await store.getSession(ref);
@@ -92,13 +86,7 @@ export const lineage: Command = {
   usage: LINEAGE_USAGE,
   summary: 'the chain root → tip, marking the live tip and deleted sessions',
   async run(args, io) {
-    const { values, positionals } = parseCommand(args, {
-      usage: LINEAGE_USAGE,
-      positionals: ['id'],
-      options: { tenant: { type: 'string' } },
-      required: ['tenant'],
-    });
-    const ref = sessionRefOf(values.tenant, positionals[0], LINEAGE_USAGE);
+    const { values, ref } = parseSessionCommand(args, LINEAGE_USAGE);
     return withTarget(values, io, async (target) => {
       const store = await storeOf(target);
       const chain = await store.lineage(ref).catch(async (err: unknown) => {
