@@ -183,10 +183,7 @@ export class LineageClient {
    * they would not fit in one response (4.5 MB) and says so (`truncated` in listMessages(id, { tail: n }), which also returns the session).
    */
   async tail(id: string, n: number, opts: CallOptions = {}): Promise<Item[]> {
-    const r = await this.#send('repeatable', opts, (signal) =>
-      this.#api.GET('/sessions/{id}/messages', { params: { path: { id }, query: { tail: n } }, signal }),
-    );
-    return r.data.messages;
+    return (await this.listMessages(id, { tail: n }, opts)).messages;
   }
 
   /** Every active item, page by page through nextCursor. Throws CursorStaleError if compacted in place meanwhile. */

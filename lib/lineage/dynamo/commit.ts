@@ -229,7 +229,7 @@ export class Commits {
   ): Promise<R> {
     const { attempt } = begun;
     const parentPk = sessionPk(ref);
-    let meta: MetaItem = { ...metaFromBegun(begun) };
+    let meta: MetaItem = metaFromBegun(begun);
     let tail: MessageItem[] = [];
     let sealed = false;
     let preWritten = 0;

@@ -317,7 +317,7 @@ export class Sessions {
   }
 
   /** A6: tombstone the record (links stay for relatives) and leave the items to a purge task. */
-  async delete(ref: SessionRef): Promise<{ pendingChildId?: string }> {
+  async delete(ref: SessionRef): Promise<void> {
     const pk = sessionPk(ref);
     const meta = await this.table.requireMeta(ref);
     const at = this.table.isoNow();
@@ -347,7 +347,6 @@ export class Sessions {
       if (conditionFailedAt(err, 0)) throw new SessionNotFoundError(ref.sessionId);
       throw err;
     }
-    return meta.attempt ? { pendingChildId: meta.attempt.pendingChildId } : {};
   }
 
   async touch(ref: SessionRef, label: string): Promise<void> {

@@ -80,12 +80,8 @@ export class Table {
 
   /** The META item (deleted sessions included), with legacy defaults filled. */
   async getMeta(ref: SessionRef): Promise<MetaItem | undefined> {
-    return this.getMetaByKey(metaKey(ref));
-  }
-
-  async getMetaByKey(key: Key): Promise<MetaItem | undefined> {
     const out = await this.send('read session', () =>
-      this.doc.send(new GetCommand({ TableName: this.name, Key: { pk: key.pk, sk: key.sk }, ConsistentRead: true })),
+      this.doc.send(new GetCommand({ TableName: this.name, Key: metaKey(ref), ConsistentRead: true })),
     );
     return out.Item ? withDefaults(out.Item as StoredMeta) : undefined;
   }
