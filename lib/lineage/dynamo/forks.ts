@@ -4,6 +4,7 @@
 import { ScanCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import type { ForkReport } from '../types.js';
 import { allShards, CHILDREN_INDEX, ROTATIONS_INDEX } from './keys.js';
+import { childKeysOf } from './links.js';
 import { isConditionFailure } from './retry.js';
 import { forEachShard, type Key, type Table } from './table.js';
 
@@ -26,12 +27,7 @@ export class Forks {
     });
     const forks: ForkReport[] = [];
     for (const parentKey of parents) {
-      const children = await this.table.queryIndex<Key>({
-        IndexName: CHILDREN_INDEX,
-        KeyConditionExpression: '#p = :p',
-        ExpressionAttributeNames: { '#p': 'parentKey' },
-        ExpressionAttributeValues: { ':p': parentKey },
-      });
+      const children = await childKeysOf(this.table, parentKey);
       if (children.length > 1) forks.push(await this.report(children));
     }
     return forks;

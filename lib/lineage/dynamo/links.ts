@@ -6,10 +6,11 @@
 // tip pointer, or else its root's. Records from before tip pointers existed are walked child by
 // child, at most MAX_TIP_HOPS hops.
 import type { SessionRef } from '../../session-ref.js';
-import { LineageTooDeepError, SessionNotFoundError } from '../errors.js';
+import { LineageTooDeepError } from '../errors.js';
 import { MAX_TIP_HOPS } from '../limits.js';
 import type { MetaItem } from './items.js';
-import type { Table } from './table.js';
+import { CHILDREN_INDEX } from './keys.js';
+import type { Key, Table } from './table.js';
 
 /** Longest chain `lineage()` follows in either direction. */
 const MAX_CHAIN = 1000;
@@ -64,7 +65,15 @@ async function follow(table: Table, from: MetaItem, next: (m: MetaItem) => strin
 
 /** The live tip of a session given by reference (404 for unknown or deleted sessions). */
 export async function liveTip(table: Table, ref: SessionRef): Promise<string | null> {
-  const meta = await table.getMeta(ref);
-  if (!meta || meta.deletedAt) throw new SessionNotFoundError(ref.sessionId);
-  return liveTipOf(table, meta);
+  return liveTipOf(table, await table.requireMeta(ref));
+}
+
+/** The keys of every session whose parent is `parentPk` (childrenByParent: more than one is a fork). */
+export function childKeysOf(table: Table, parentPk: string): Promise<Key[]> {
+  return table.queryIndex<Key>({
+    IndexName: CHILDREN_INDEX,
+    KeyConditionExpression: '#p = :p',
+    ExpressionAttributeNames: { '#p': 'parentKey' },
+    ExpressionAttributeValues: { ':p': parentPk },
+  });
 }

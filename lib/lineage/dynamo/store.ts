@@ -34,8 +34,8 @@ import { Attempts } from './attempts.js';
 import { Commits } from './commit.js';
 import { Forks } from './forks.js';
 import { toSessionRecord } from './items.js';
-import { CHILDREN_INDEX, sessionPk } from './keys.js';
-import { chainOf, liveTip } from './links.js';
+import { sessionPk } from './keys.js';
+import { chainOf, childKeysOf, liveTip } from './links.js';
 import { Sessions } from './sessions.js';
 import { Table, type TableOptions } from './table.js';
 
@@ -100,13 +100,7 @@ export class DynamoLineageStore implements LineageStore {
     return liveTip(this.table, ref);
   }
   async children(ref: SessionRef): Promise<SessionRecord[]> {
-    const keys = await this.table.queryIndex<{ pk: string; sk: string }>({
-      IndexName: CHILDREN_INDEX,
-      KeyConditionExpression: '#p = :p',
-      ExpressionAttributeNames: { '#p': 'parentKey' },
-      ExpressionAttributeValues: { ':p': sessionPk(ref) },
-    });
-    const metas = await this.table.batchGetMetas(keys);
+    const metas = await this.table.batchGetMetas(await childKeysOf(this.table, sessionPk(ref)));
     return metas
       .filter((m) => m.tenantId === ref.tenantId)
       .sort((a, b) => a.createdAt.localeCompare(b.createdAt))
