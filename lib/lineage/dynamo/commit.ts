@@ -26,7 +26,15 @@ import {
   StaleSnapshotError,
   StoreRetryableError,
 } from '../errors.js';
-import { toSessionRecord, withDefaults, type MessageItem, type MetaItem, type StoredMeta } from './items.js';
+import {
+  fromMessageItem,
+  toMessageItem,
+  toSessionRecord,
+  withDefaults,
+  type MessageItem,
+  type MetaItem,
+  type StoredMeta,
+} from './items.js';
 import type { AttemptRecord, BegunAttempt, CommitInput, InPlaceCommitted, RotationCommitted } from '../types.js';
 import { ATTEMPT_ATTRS, type Attempts } from './attempts.js';
 import { messageSk, metaKey, rotationShardOf, sessionPk } from './keys.js';
@@ -233,10 +241,12 @@ export class Commits {
     let tail: MessageItem[] = [];
     let sealed = false;
     let preWritten = 0;
+    // The compacted items never change between rounds; only the tail after them does.
+    const head = input.compacted.map((item, i) => toMessageItem(s.targetPk, s.targetGeneration, i + 1, item, input.tokenEstimates[i] ?? 0));
     try {
       for (let round = 0; round < MAX_COMMIT_ROUNDS; round++) {
         const at = this.table.isoNow();
-        const stored = this.newTranscript(s, input, tail);
+        const stored = this.newTranscript(s, head, tail);
         const tokens = stored.reduce((sum, m) => sum + (m.tokens ?? 0), 0);
         const fixed = s.entries(meta, stored.length, tokens, at);
         const bytes = stored.reduce((sum, m) => sum + m.body.length + 200, 0);
@@ -248,7 +258,7 @@ export class Commits {
         }
         try {
           await this.table.transact(s.what, inline ? [...fixed, ...stored.map((m) => this.table.put(m))] : fixed);
-          return s.result(meta, [...input.compacted, ...tail.map(parse)], tail.length, tokens, at);
+          return s.result(meta, [...input.compacted, ...tail.map(fromMessageItem)], tail.length, tokens, at);
         } catch (err) {
           if (retryWithout(err)) continue;
           const current = await this.afterFailure(err, ref, s);
@@ -271,19 +281,11 @@ export class Commits {
     }
   }
 
-  /** Compacted items at seq 1..k, then the tail, all under the target's keys. */
-  private newTranscript<R>(s: Strategy<R>, input: CommitInput, tail: MessageItem[]): MessageItem[] {
-    const compacted = input.compacted.map((item, i) => ({
-      pk: s.targetPk,
-      sk: messageSk(s.targetGeneration, i + 1),
-      generation: s.targetGeneration,
-      seq: i + 1,
-      body: JSON.stringify(item),
-      tokens: input.tokenEstimates[i] ?? 0,
-    }));
-    const k = compacted.length;
+  /** The compacted items at seq 1..k, then the tail, all under the target's keys. */
+  private newTranscript<R>(s: Strategy<R>, head: MessageItem[], tail: MessageItem[]): MessageItem[] {
+    const k = head.length;
     return [
-      ...compacted,
+      ...head,
       ...tail.map((m, i) => ({
         pk: s.targetPk,
         sk: messageSk(s.targetGeneration, k + i + 1),
@@ -407,8 +409,4 @@ function metaFromBegun(begun: BegunAttempt): MetaItem {
 function toMetaItem(attributes: Record<string, unknown> | undefined): MetaItem {
   if (!attributes) throw new Error('DynamoDB returned no item');
   return withDefaults(attributes as unknown as StoredMeta);
-}
-
-function parse(m: MessageItem): Item {
-  return JSON.parse(m.body) as Item;
 }
