@@ -17,23 +17,16 @@ import {
 import { unmarshall } from '@aws-sdk/util-dynamodb';
 import type { SessionRef } from '../../session-ref.js';
 import { SessionNotFoundError, StoreOutcomeUnknownError, StoreRetryableError } from '../errors.js';
-import { deleteAll, putAll } from './batch-writes.js';
+import { deleteAll, inPages, putAll } from './batch-writes.js';
 import { expression, updateExpression, type ExpressionParts } from './expression.js';
 import { fromMessageItem, withDefaults, type MessageItem, type MetaItem, type StoredMeta } from './items.js';
 import { DEFAULT_ATTEMPT_SHARDS, DEFAULT_ROTATION_SHARDS, messageSk, metaKey, SHARD_QUERY_CONCURRENCY } from './keys.js';
-import {
-  backoffDelay,
-  cancellationCodes,
-  DEFAULT_RETRY,
-  isConditionFailure,
-  mayHaveApplied,
-  sleep,
-  withRetry,
-  type RetryOptions,
-} from './retry.js';
+import { cancellationCodes, DEFAULT_RETRY, isConditionFailure, mayHaveApplied, withRetry, type RetryOptions } from './retry.js';
 
 export type TransactItem = NonNullable<TransactWriteCommandInput['TransactItems']>[number];
 export type Key = { pk: string; sk: string };
+/** BatchGetItem's limit of keys per call. */
+const BATCH_GET_PAGE = 100;
 
 export interface TableOptions {
   client: DynamoDBClient;
@@ -249,18 +242,14 @@ export class Table {
 
   async batchGetMetas(keys: readonly Key[]): Promise<MetaItem[]> {
     const found: MetaItem[] = [];
-    for (let i = 0; i < keys.length; i += 100) {
-      let pending: Record<string, unknown>[] = keys.slice(i, i + 100).map((k) => ({ pk: k.pk, sk: k.sk }));
-      for (let round = 0; pending.length > 0; round++) {
-        if (round >= 8) throw new StoreRetryableError('batch get: keys left unprocessed');
-        if (round > 0) await sleep(backoffDelay(round, this.retry));
-        const out = await this.send('batch get', () =>
-          this.doc.send(new BatchGetCommand({ RequestItems: { [this.name]: { Keys: pending, ConsistentRead: true } } })),
-        );
-        found.push(...((out.Responses?.[this.name] ?? []) as StoredMeta[]).map(withDefaults));
-        pending = (out.UnprocessedKeys?.[this.name]?.Keys ?? []) as Record<string, unknown>[];
-      }
-    }
+    const requested: Record<string, unknown>[] = keys.map((k) => ({ pk: k.pk, sk: k.sk }));
+    await inPages('batch get', requested, BATCH_GET_PAGE, this.retry, async (pending) => {
+      const out = await this.send('batch get', () =>
+        this.doc.send(new BatchGetCommand({ RequestItems: { [this.name]: { Keys: pending, ConsistentRead: true } } })),
+      );
+      found.push(...((out.Responses?.[this.name] ?? []) as StoredMeta[]).map(withDefaults));
+      return (out.UnprocessedKeys?.[this.name]?.Keys ?? []) as Record<string, unknown>[];
+    });
     return found;
   }
 

@@ -2,6 +2,7 @@
 import { describe, expect, it } from 'vitest';
 import { decodeCursor, encodeCursor, InvalidCursorError } from '../../../lib/lineage/cursor.js';
 import { ItemTooLargeError, StoreRetryableError } from '../../../lib/lineage/errors.js';
+import { inPages, MAX_UNPROCESSED_ROUNDS } from '../../../lib/lineage/dynamo/batch-writes.js';
 import { expression } from '../../../lib/lineage/dynamo/expression.js';
 import {
   fromMessageItem,
@@ -119,6 +120,33 @@ describe('retries', () => {
       ),
     ).rejects.toThrow('ValidationException');
     expect(calls).toBe(1);
+  });
+});
+
+describe('batch pages (unprocessed items re-sent)', () => {
+  const fast = { ...DEFAULT_RETRY, baseDelayMs: 1, maxDelayMs: 2 };
+
+  it('sends page by page and re-sends what a call left unprocessed until none is left', async () => {
+    const sent: number[][] = [];
+    const leftOnce = new Set([3, 7]);
+    await inPages('batch test', [1, 2, 3, 4, 5, 6, 7], 4, fast, async (pending) => {
+      sent.push(pending);
+      const left = pending.filter((n) => leftOnce.has(n));
+      left.forEach((n) => leftOnce.delete(n));
+      return left;
+    });
+    expect(sent).toEqual([[1, 2, 3, 4], [3], [5, 6, 7], [7]]);
+  });
+
+  it('gives up with StoreRetryableError after MAX_UNPROCESSED_ROUNDS calls on one page', async () => {
+    let calls = 0;
+    const run = inPages('batch test', [1, 2], 25, fast, async (pending) => {
+      calls++;
+      return pending.slice(0, 1);
+    });
+    await expect(run).rejects.toBeInstanceOf(StoreRetryableError);
+    await expect(run).rejects.toThrow('batch test: 1 items unprocessed');
+    expect(calls).toBe(MAX_UNPROCESSED_ROUNDS);
   });
 });
 
