@@ -174,6 +174,14 @@ function valueSize(value: unknown): number {
   return 0;
 }
 
+/**
+ * The same stored items at another position. Their sizes do not change: sort keys are fixed
+ * width and every number counts 21 bytes (itemSizeBytes).
+ */
+export function atPosition(stored: readonly MessageItem[], generation: number, firstSeq: number): MessageItem[] {
+  return stored.map((m, i) => ({ ...m, sk: messageSk(generation, firstSeq + i), generation, seq: firstSeq + i }));
+}
+
 /** Builds every item's stored form and measures it; one too large refuses the whole call (nothing written). */
 export function messageItemsFor(
   pk: string,

@@ -28,7 +28,7 @@ import type {
   StoredResponse,
 } from '../types.js';
 import { IDEMPOTENCY_CONDITION, idempotencyRecord, liveRecord, replay, type IdempotencyRecord } from './idempotency.js';
-import { fromMessageItem, messageItemsFor, toSessionRecord, type MetaItem } from './items.js';
+import { atPosition, fromMessageItem, messageItemsFor, toSessionRecord, type MessageItem, type MetaItem } from './items.js';
 import { appendIdempotencyKey, attemptShardOf, createIdempotencyKey, metaKey, sessionPk, taskSk } from './keys.js';
 import { claimTurn, foreignTurnWait, holdsTurn, NO_FOREIGN_TURN, TURN_AFTER_LOSSES } from './append-turn.js';
 import { liveTipOf } from './links.js';
@@ -119,6 +119,7 @@ export class Sessions {
 
     let meta = first;
     let prepared: PreparedItems | undefined;
+    let encoded: MessageItem[] | undefined;
     const deadline = this.table.now() + APPEND_DEADLINE_MS;
     let lost = 0;
     let turnId: string | undefined;
@@ -147,8 +148,13 @@ export class Sessions {
       if (input.expectedCount !== undefined && meta.messageCount !== input.expectedCount) {
         throw new CountMismatchError(ref.sessionId, input.expectedCount, meta.messageCount);
       }
-      const { stored, bytes } = messageItemsFor(pk, meta.generation, meta.lastSeq + 1, prepared.items, prepared.tokenEstimates);
-      if (bytes > MAX_APPEND_BYTES) throw new ItemTooLargeError(-1, bytes, MAX_APPEND_BYTES);
+      if (!encoded) {
+        // Encoded and measured once: a lost race moves only the items' position, never their size.
+        const { stored, bytes } = messageItemsFor(pk, meta.generation, meta.lastSeq + 1, prepared.items, prepared.tokenEstimates);
+        if (bytes > MAX_APPEND_BYTES) throw new ItemTooLargeError(-1, bytes, MAX_APPEND_BYTES);
+        encoded = stored;
+      }
+      const stored = atPosition(encoded, meta.generation, meta.lastSeq + 1);
       const after: MetaItem = {
         ...meta,
         lastSeq: meta.lastSeq + n,

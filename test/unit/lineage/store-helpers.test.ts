@@ -5,6 +5,7 @@ import { ItemTooLargeError, StoreRetryableError } from '../../../lib/lineage/err
 import { inPages, MAX_UNPROCESSED_ROUNDS } from '../../../lib/lineage/dynamo/batch-writes.js';
 import { expression } from '../../../lib/lineage/dynamo/expression.js';
 import {
+  atPosition,
   fromMessageItem,
   itemSizeBytes,
   messageItemsFor,
@@ -34,6 +35,21 @@ describe('item sizes', () => {
   it('items keep every client field verbatim, null content and nested parts included', () => {
     const m = { role: 'assistant', content: null, tool_calls: [{ id: '1', fn: { a: null } }], name: 'n', parts: [[{ deep: [1.5, 'é'] }]] };
     expect(fromMessageItem(toMessageItem('pk', 3, 7, m, 4))).toEqual(m);
+  });
+  it('A4: an append measured once stays the same size at any position a lost race moves it to', () => {
+    const pk = sessionPk({ tenantId: 't', sessionId: 's' });
+    const items = [
+      { role: 'user', content: 'é'.repeat(50) },
+      { role: 'assistant', content: null },
+    ];
+    const { stored } = messageItemsFor(pk, 0, 1, items, [3, 1]);
+    const moved = atPosition(stored, 4_000_000, 9_876_543_210);
+    expect(moved.map((m) => [m.sk, m.generation, m.seq])).toEqual([
+      [messageSk(4_000_000, 9_876_543_210), 4_000_000, 9_876_543_210],
+      [messageSk(4_000_000, 9_876_543_211), 4_000_000, 9_876_543_211],
+    ]);
+    expect(moved.map((m) => itemSizeBytes({ ...m, expiresAt: 0 }))).toEqual(stored.map((m) => itemSizeBytes({ ...m, expiresAt: 0 })));
+    expect(moved.map(fromMessageItem)).toEqual(items);
   });
   it('message sort keys order by generation then sequence', () => {
     const keys = [messageSk(2, 1), messageSk(1, 10), messageSk(1, 9), messageSk(10, 1)];
