@@ -9,7 +9,7 @@
 import { randomUUID } from 'node:crypto';
 import type { Item } from '../../items/types.js';
 import type { SessionRef } from '../../session-ref.js';
-import { AttemptInFlightError, SessionEndedError, SessionNotFoundError } from '../errors.js';
+import { AttemptInFlightError } from '../errors.js';
 import type { AttemptRecord, BeginAttemptInput, BegunAttempt, ExpiredAttempt, StoreTask, SweepPage } from '../types.js';
 import { toSessionRecord, withDefaults, type MessageItem, type MetaItem, type StoredAttempt, type StoredMeta } from './items.js';
 import {
@@ -25,7 +25,7 @@ import {
   sessionPk,
   taskSk,
 } from './keys.js';
-import { liveTipOf } from './links.js';
+import { assertLive } from './links.js';
 import { isConditionFailure } from './retry.js';
 import { forEachShard, oldImageOf, type Key, type Table } from './table.js';
 
@@ -86,9 +86,7 @@ export class Attempts {
         return { attempt, session: toSessionRecord(after), version: after.version, ...(old.attempt ? { replaced: old.attempt } : {}) };
       } catch (err) {
         if (!isConditionFailure(err)) throw err;
-        const old = oldImageOf(err);
-        if (!old || old.deletedAt) throw new SessionNotFoundError(ref.sessionId);
-        if (old.endedAt || old.childSessionId) throw new SessionEndedError(ref.sessionId, await liveTipOf(this.table, old));
+        const old = await assertLive(this.table, ref, oldImageOf(err));
         if (old.attempt && (old.leaseExpiresAt ?? 0) >= this.table.now()) throw new AttemptInFlightError(ref.sessionId, old.attempt.holder);
         if (seeded) throw err;
         await this.seedFenceCounter(ref);

@@ -6,7 +6,7 @@
 // tip pointer, or else its root's. Records from before tip pointers existed are walked child by
 // child, at most MAX_TIP_HOPS hops.
 import type { SessionRef } from '../../session-ref.js';
-import { LineageTooDeepError } from '../errors.js';
+import { LineageTooDeepError, SessionEndedError, SessionNotFoundError } from '../errors.js';
 import { MAX_TIP_HOPS } from '../limits.js';
 import type { MetaItem } from './items.js';
 import { CHILDREN_INDEX } from './keys.js';
@@ -61,6 +61,13 @@ async function follow(table: Table, from: MetaItem, next: (m: MetaItem) => strin
     cur = meta;
   }
   return found;
+}
+
+/** `meta` when its session can still be written: else not found (missing, deleted) or ended, naming the live tip. */
+export async function assertLive(table: Table, ref: SessionRef, meta: MetaItem | undefined): Promise<MetaItem> {
+  if (!meta || meta.deletedAt) throw new SessionNotFoundError(ref.sessionId);
+  if (meta.endedAt || meta.childSessionId) throw new SessionEndedError(ref.sessionId, await liveTipOf(table, meta));
+  return meta;
 }
 
 /** The live tip of a session given by reference (404 for unknown or deleted sessions). */

@@ -31,7 +31,7 @@ import { IDEMPOTENCY_CONDITION, idempotencyRecord, liveRecord, replay, type Idem
 import { atPosition, fromMessageItem, messageItemsFor, toSessionRecord, type MessageItem, type MetaItem } from './items.js';
 import { appendIdempotencyKey, attemptShardOf, createIdempotencyKey, metaKey, sessionPk, taskSk } from './keys.js';
 import { claimTurn, foreignTurnWait, holdsTurn, NO_FOREIGN_TURN, TURN_AFTER_LOSSES } from './append-turn.js';
-import { liveTipOf } from './links.js';
+import { assertLive } from './links.js';
 import { backoffDelay, sleep } from './retry.js';
 import { conditionFailedAt, oldImageOf, oldItemOf, type Table, type TransactItem } from './table.js';
 
@@ -228,10 +228,9 @@ export class Sessions {
     known: MetaItem | undefined,
     append?: { turnId: string | undefined; pace: { writeMs: number } },
   ): Promise<MetaItem> {
-    let meta = known;
+    let read = known;
     for (;;) {
-      if (!meta || meta.deletedAt) throw new SessionNotFoundError(ref.sessionId);
-      if (meta.endedAt || meta.childSessionId) throw new SessionEndedError(ref.sessionId, await liveTipOf(this.table, meta));
+      const meta = await assertLive(this.table, ref, read);
       const now = this.table.now();
       const sealWait = (meta.seal?.until ?? 0) - now;
       const turnWait = append ? foreignTurnWait(meta, append.turnId, now) : 0;
@@ -239,7 +238,7 @@ export class Sessions {
       // A turn lasts about one write of its holder: look again after about that long (jittered).
       const poll = sealWait > 0 ? SEAL_POLL_MS : append!.pace.writeMs * (1 + Math.random());
       await sleep(Math.min(poll, Math.max(sealWait, turnWait)));
-      meta = await this.table.getMeta(ref);
+      read = await this.table.getMeta(ref);
     }
   }
 
