@@ -85,14 +85,14 @@ export class LineageSession implements OpenAIResponsesCompactionAwareSession {
 
   /**
    * All items (limit unset: paged through nextCursor) or the latest `limit` (GET ?tail=), in
-   * order, from the live session. The liveness check runs beside the read; only when the
-   * session turned out to be rotated is the read repeated on the live tip.
+   * order, from the live session. Liveness comes with the read (each page carries its session);
+   * only when the session turned out to be rotated is the read repeated on the live tip.
    */
   async getItems(limit?: number): Promise<AgentInputItem[]> {
     if (limit !== undefined && limit <= 0) return [];
     let id = await this.#known();
     for (let hop = 0; ; hop++) {
-      const [items, session] = await Promise.all([this.#read(id, limit), this.#client.getSession(id)]);
+      const { items, session } = await this.#read(id, limit);
       // An ended session with no successor is the conversation's last: its transcript is the answer.
       const tip = isLive(session) ? id : await this.#followLineage(id);
       if (tip === id) {
@@ -206,12 +206,13 @@ export class LineageSession implements OpenAIResponsesCompactionAwareSession {
     }
   }
 
-  async #read(id: string, limit: number | undefined): Promise<Item[]> {
+  async #read(id: string, limit: number | undefined): Promise<{ items: Item[]; session: Session }> {
     if (limit === undefined || limit > MAX_TAIL) {
-      const all = await this.#client.readAll(id);
-      return limit === undefined ? all : all.slice(-limit);
+      const { items, session } = await this.#client.readTranscript(id);
+      return { items: limit === undefined ? items : items.slice(-limit), session };
     }
-    return this.#client.tail(id, limit);
+    const page = await this.#client.listMessages(id, { tail: limit });
+    return { items: page.messages, session: page.session };
   }
 
   /** The id to use: the one known, or a new session (created once however many calls race for it). */

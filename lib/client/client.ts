@@ -188,26 +188,43 @@ export class LineageClient {
 
   /** Every active item, page by page through nextCursor. Throws CursorStaleError if compacted in place meanwhile. */
   async *pages(id: string, page: PageOptions = {}, opts: CallOptions = {}): AsyncGenerator<Item[], void, undefined> {
-    let cursor: string | undefined;
-    do {
-      const p = await this.listMessages(id, { ...page, ...(cursor !== undefined ? { cursor } : {}) }, opts);
-      yield p.messages;
-      cursor = p.nextCursor ?? undefined;
-    } while (cursor !== undefined);
+    for await (const p of this.#pagesOf(id, page, opts)) yield p.messages;
   }
 
   /** Every active item; starts over (up to maxRestarts times) when an in-place compaction makes the cursor stale. */
   async readAll(id: string, page: PageOptions & { maxRestarts?: number } = {}, opts: CallOptions = {}): Promise<Item[]> {
+    return (await this.readTranscript(id, page, opts)).items;
+  }
+
+  /** readAll, with the session as the service read it with the last page (its liveness and count). */
+  async readTranscript(
+    id: string,
+    page: PageOptions & { maxRestarts?: number } = {},
+    opts: CallOptions = {},
+  ): Promise<{ items: Item[]; session: Session }> {
     const { maxRestarts = 3, ...pageOpts } = page;
     for (let restart = 0; ; restart++) {
       try {
-        const all: Item[] = [];
-        for await (const items of this.pages(id, pageOpts, opts)) all.push(...items);
-        return all;
+        const items: Item[] = [];
+        let session: Session | undefined;
+        for await (const p of this.#pagesOf(id, pageOpts, opts)) {
+          items.push(...p.messages);
+          session = p.session;
+        }
+        return { items, session: session! };
       } catch (err) {
         if (!(err instanceof CursorStaleError) || restart >= maxRestarts) throw err;
       }
     }
+  }
+
+  async *#pagesOf(id: string, page: PageOptions, opts: CallOptions): AsyncGenerator<MessagesPage, void, undefined> {
+    let cursor: string | undefined;
+    do {
+      const p = await this.listMessages(id, { ...page, ...(cursor !== undefined ? { cursor } : {}) }, opts);
+      yield p;
+      cursor = p.nextCursor ?? undefined;
+    } while (cursor !== undefined);
   }
 
   /**

@@ -86,7 +86,11 @@ describe('LineageSession: the Session methods', () => {
     seen.length = 0;
     expect(await s.getItems(3)).toEqual(items.slice(-3));
     expect(seen.find((r) => r.path.endsWith('/messages'))?.query.get('tail')).toBe('3');
+    // On a live session one request answers: the page carries the session it was read with.
+    expect(seen.map((r) => `${r.method} ${r.path}`)).toEqual([`GET /sessions/${s.currentSessionId}/messages`]);
+    seen.length = 0;
     expect(await s.getItems()).toEqual(items);
+    expect(seen.map((r) => `${r.method} ${r.path}`)).toEqual([`GET /sessions/${s.currentSessionId}/messages`]);
     expect(await s.getItems(0)).toEqual([]);
     expect(await s.getItems(5000)).toEqual(items);
   });
