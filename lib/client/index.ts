@@ -2,6 +2,7 @@
 export { LineageClient, createLineageClient, newIdempotencyKey, DEFAULT_TIMEOUT_MS } from './client.js';
 export type { LineageClientOptions, CallOptions, CreateSessionOptions, AppendOptions, AppendResult, PageOptions } from './client.js';
 export * from './errors.js';
+export { UnsupportedValueError } from './json-values.js';
 export { DEFAULT_RETRY_POLICY, retryDelayMs, type RetryPolicy, type Safety } from './retry.js';
 export * from './types.js';
 export type { paths, components, operations } from './openapi-types.js';
