@@ -41,7 +41,8 @@ function walk(v: unknown, path: string, stack: Set<object>): void {
   const o = v as object;
   if (o instanceof ArrayBuffer || ArrayBuffer.isView(o) || isShared(o) || isBlob(o))
     throw new UnsupportedValueError(path, `binary (${o.constructor.name})`, BINARY_HINT);
-  if (o instanceof Map || o instanceof Set) throw new UnsupportedValueError(path, `a ${o.constructor.name}`, 'Store an array or a plain object.');
+  if (o instanceof Map || o instanceof Set)
+    throw new UnsupportedValueError(path, `a ${o.constructor.name}`, 'Store an array or a plain object.');
   if (o instanceof Date) throw new UnsupportedValueError(path, 'a Date', 'Store date.toISOString().');
   if (stack.has(o)) throw new UnsupportedValueError(path, 'a reference to one of its own ancestors (a cycle)', 'Items must be trees.');
   stack.add(o);
@@ -50,11 +51,15 @@ function walk(v: unknown, path: string, stack: Set<object>): void {
     for (let i = 0; i < o.length; i++) {
       const x: unknown = o[i];
       if (x === undefined || typeof x === 'function' || typeof x === 'symbol')
-        throw new UnsupportedValueError(`${path}[${i}]`, x === undefined ? 'missing (undefined)' : `a ${typeof x}`, 'JSON would store null there.');
+        throw new UnsupportedValueError(
+          `${path}[${i}]`,
+          x === undefined ? 'missing (undefined)' : `a ${typeof x}`,
+          'JSON would store null there.',
+        );
       walk(x, `${path}[${i}]`, stack);
     }
-  }
-  else for (const [k, x] of Object.entries(o)) walk(x, /^[A-Za-z_$][\w$]*$/.test(k) ? `${path}.${k}` : `${path}[${JSON.stringify(k)}]`, stack);
+  } else
+    for (const [k, x] of Object.entries(o)) walk(x, /^[A-Za-z_$][\w$]*$/.test(k) ? `${path}.${k}` : `${path}[${JSON.stringify(k)}]`, stack);
   stack.delete(o);
 }
 
