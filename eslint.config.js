@@ -6,7 +6,19 @@ import js from '@eslint/js';
 import tseslint from 'typescript-eslint';
 
 export default tseslint.config(
-  { ignores: ['node_modules/', '.serverless/', '.esbuild/', 'dist/', 'bench/results/', 'coverage/', '**/*.cjs', 'eslint.config.js'] },
+  {
+    ignores: [
+      'node_modules/',
+      '.serverless/',
+      '.esbuild/',
+      'dist/',
+      'lib/client/dist/',
+      'bench/results/',
+      'coverage/',
+      '**/*.cjs',
+      'eslint.config.js',
+    ],
+  },
   js.configs.recommended,
   ...tseslint.configs.recommendedTypeChecked,
   { languageOptions: { parserOptions: { projectService: true, tsconfigRootDir: import.meta.dirname } } },

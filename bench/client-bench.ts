@@ -18,12 +18,13 @@ export interface ClientBundleResult {
   goal: GoalRow;
 }
 
-const entry = fileURLToPath(new URL('../lib/client/index.ts', import.meta.url));
+// Both entries of @session-lineage/client: the HTTP client and LineageSession.
+const clientDir = fileURLToPath(new URL('../lib/client/', import.meta.url));
 const kib = (bytes: number) => Math.round((bytes / 1024) * 10) / 10;
 
 export async function benchClientBundle(): Promise<ClientBundleResult> {
   const out = await build({
-    entryPoints: [entry],
+    stdin: { contents: "export * from './index.ts'; export * from './agents.ts';", resolveDir: clientDir, loader: 'ts' },
     bundle: true,
     minify: true,
     format: 'esm',

@@ -5,7 +5,7 @@
 import { existsSync, readFileSync } from 'node:fs';
 import { ApiKeyStore } from '../../lib/api/api-keys.js';
 import { createDynamoClient } from '../../lib/clients.js';
-import { LineageClient } from '../../lib/client/index.js';
+import { LineageClient } from '@session-lineage/client';
 import { LOCAL_STACK_FILE, type LocalStackFile } from '../local/stack-file.js';
 import { runExampleConversation } from './conversation.js';
 

@@ -1,7 +1,8 @@
 // The example conversation: six agent turns through @openai/agents-core's Runner, history kept
 // by the service through LineageSession, a rotation in the middle, then the lineage chain and
 // the live transcript. Used by `npm run example:agent` and by the CI smoke test.
-import { LineageSession, type Item, type LineageClient, type LineageEntry } from '../../lib/client/index.js';
+import type { Item, LineageClient, LineageEntry } from '@session-lineage/client';
+import { LineageSession } from '@session-lineage/client/agents';
 import { createOpsAgent, createRunner, question, SERVICES } from './ops-agent.js';
 
 export interface ExampleResult {

@@ -5,7 +5,7 @@
 import { buildFunctions } from '../build.js';
 import { ApiKeyStore } from '../../lib/api/api-keys.js';
 import { createDynamoClient } from '../../lib/clients.js';
-import { LineageClient } from '../../lib/client/index.js';
+import { LineageClient } from '@session-lineage/client';
 import { startOffline, type OfflineProcess } from '../local/offline.js';
 import { freePort } from '../local/processes.js';
 import { startLocalStack, stackEnv, type LocalStack } from '../local/stack.js';

@@ -14,6 +14,7 @@ import type { LineageClient } from './client.js';
 import { deleteChain } from './chain.js';
 import { chunks, MAX_TAIL } from './chunks.js';
 import { LineageError, SessionEndedError } from './errors.js';
+import { assertJsonValue } from './json-values.js';
 import { isLive, type CompressMode, type CompressOrigin, type CompressResponse, type Item, type Session } from './types.js';
 
 export type LineageSessionEvent =
@@ -21,6 +22,8 @@ export type LineageSessionEvent =
   | { type: 'appended'; sessionId: string; count: number; messageCount: number; replayed: boolean; idempotencyKey: string }
   | { type: 'followed'; from: string; to: string; via: 'session_ended' | 'lineage' | 'compaction' }
   | { type: 'compacted'; response: CompressResponse }
+  /** runCompaction (the SDK's best-effort post-turn hook) failed; the run goes on. Without onEvent this is a console.warn. */
+  | { type: 'compaction_failed'; sessionId: string | undefined; error: unknown }
   | { type: 'cleared'; deleted: string[] };
 
 export interface LineageCompactionPolicy {
@@ -60,9 +63,10 @@ export class LineageSession implements OpenAIResponsesCompactionAwareSession {
   readonly #maxFollows: number;
   #id: string | undefined;
   #checkedFormat = false;
-  #creating: Promise<string> | undefined;
   /** The live session's item count after our last append (for the afterTurn policy). */
   #lastCount = 0;
+  /** Settles when the last queued operation has; every public operation waits for it (see #serial). */
+  #queue: Promise<unknown> = Promise.resolve();
 
   constructor(opts: LineageSessionOptions) {
     this.#client = opts.client;
@@ -77,10 +81,12 @@ export class LineageSession implements OpenAIResponsesCompactionAwareSession {
   }
 
   /** The live session of the conversation: asks the service, and follows the chain when another process rotated it. */
-  async getSessionId(): Promise<string> {
-    const id = await this.#known();
-    const session = await this.#client.getSession(id);
-    return isLive(session) ? id : this.#followLineage(id);
+  getSessionId(): Promise<string> {
+    return this.#serial(async () => {
+      const id = await this.#known();
+      const session = await this.#client.getSession(id);
+      return isLive(session) ? id : this.#followLineage(id);
+    });
   }
 
   /**
@@ -90,6 +96,10 @@ export class LineageSession implements OpenAIResponsesCompactionAwareSession {
    */
   async getItems(limit?: number): Promise<AgentInputItem[]> {
     if (limit !== undefined && limit <= 0) return [];
+    return this.#serial(() => this.#getItems(limit));
+  }
+
+  async #getItems(limit: number | undefined): Promise<AgentInputItem[]> {
     let id = await this.#known();
     for (let hop = 0; ; hop++) {
       const { items, session } = await this.#read(id, limit);
@@ -108,26 +118,35 @@ export class LineageSession implements OpenAIResponsesCompactionAwareSession {
   /**
    * One idempotent append per chunk of at most 98 items (and 1 MB), in order. Each chunk lands
    * whole or not at all, once, on the live session, following rotations. If the process dies
-   * between chunks, the session holds the first chunks and nothing of the rest.
+   * between chunks, the session holds the first chunks and nothing of the rest. Items JSON cannot
+   * return as they are (binary, Map, Date, ...) are refused with UnsupportedValueError before
+   * anything is sent.
    */
   async addItems(items: AgentInputItem[]): Promise<void> {
+    assertJsonValue(items, 'items');
+    if (items.length === 0) return;
     // Cast: AgentInputItem and the document's Item describe the same JSON with different types.
-    for (const chunk of chunks(items)) await this.#appendChunk(chunk);
+    const all = items as unknown as Item[];
+    return this.#serial(async () => {
+      for (const chunk of chunks(all)) await this.#appendChunk(chunk);
+    });
   }
 
   /** Removes the conversation's last item (DELETE .../messages/last on the live session). */
-  async popItem(): Promise<AgentInputItem | undefined> {
-    let id = await this.#known();
-    for (let hop = 0; ; hop++) {
-      try {
-        const { removed } = await this.#client.pop(id);
-        return (removed ?? undefined) as AgentInputItem | undefined;
-      } catch (err) {
-        const live = err instanceof SessionEndedError ? err.liveSessionId : null;
-        if (live === null || hop >= this.#maxFollows) throw err;
-        id = this.#moveTo(id, live, 'session_ended');
+  popItem(): Promise<AgentInputItem | undefined> {
+    return this.#serial(async () => {
+      let id = await this.#known();
+      for (let hop = 0; ; hop++) {
+        try {
+          const { removed } = await this.#client.pop(id);
+          return (removed ?? undefined) as AgentInputItem | undefined;
+        } catch (err) {
+          const live = err instanceof SessionEndedError ? err.liveSessionId : null;
+          if (live === null || hop >= this.#maxFollows) throw err;
+          id = this.#moveTo(id, live, 'session_ended');
+        }
       }
-    }
+    });
   }
 
   /**
@@ -135,16 +154,22 @@ export class LineageSession implements OpenAIResponsesCompactionAwareSession {
    * writer can go on appending to it; the ended ancestors hold its earlier items) and starts
    * afresh, so the next call creates a new empty session. Another process still holding this
    * conversation gets NotFoundError from then on.
+   *
+   * Waits for the operations called before it, and the ones called after it wait for it. The id
+   * is forgotten only once the whole chain is deleted: if a delete fails, this rejects, the
+   * session still names the conversation, and calling clearSession again repeats the delete.
    */
-  async clearSession(): Promise<void> {
-    const id = this.#id ?? (await this.#creating?.catch(() => undefined));
-    this.#id = undefined;
-    this.#creating = undefined;
-    this.#checkedFormat = false;
-    this.#lastCount = 0;
-    if (id === undefined) return;
-    const deleted = await deleteChain(this.#client, id);
-    this.#opts.onEvent?.({ type: 'cleared', deleted });
+  clearSession(): Promise<void> {
+    return this.#serial(async () => {
+      const id = this.#id;
+      if (id !== undefined) {
+        const deleted = await deleteChain(this.#client, id);
+        this.#opts.onEvent?.({ type: 'cleared', deleted });
+      }
+      this.#id = undefined;
+      this.#checkedFormat = false;
+      this.#lastCount = 0;
+    });
   }
 
   /**
@@ -152,7 +177,11 @@ export class LineageSession implements OpenAIResponsesCompactionAwareSession {
    * one another process made first, answered `skipped`/`adopted`) moves this session to the
    * child. `skipped`/`locked` means another compaction is running; nothing is retried.
    */
-  async compact(opts: CompactOptions = {}): Promise<CompressResponse> {
+  compact(opts: CompactOptions = {}): Promise<CompressResponse> {
+    return this.#serial(() => this.#compact(opts));
+  }
+
+  async #compact(opts: CompactOptions): Promise<CompressResponse> {
     const policy = this.#opts.compaction ?? {};
     const id = await this.#known();
     const keepLast = opts.keepLast ?? policy.keepLast;
@@ -172,12 +201,36 @@ export class LineageSession implements OpenAIResponsesCompactionAwareSession {
    * service's compaction is not a model request of this run, so it adds nothing to the run's
    * usage. responseId / compactionMode / store describe OpenAI's responses.compact and do not
    * apply here.
+   *
+   * Never rejects: the SDK awaits this hook after the turn was saved, so a rejection would fail a
+   * run whose work is done. A failure (the service down, the session gone) is reported as a
+   * `compaction_failed` event (a console.warn when there is no onEvent) and the run goes on; the
+   * service's after-turn consumer compacts by size anyway.
    */
-  async runCompaction(args?: OpenAIResponsesCompactionArgs): Promise<OpenAIResponsesCompactionResult | null> {
-    const threshold = this.#opts.compaction?.afterTurnAboveItems;
-    const due = args?.force === true || (threshold !== undefined && this.#lastCount > threshold);
-    if (due) await this.compact({ origin: 'turn' });
-    return null;
+  runCompaction(args?: OpenAIResponsesCompactionArgs): Promise<OpenAIResponsesCompactionResult | null> {
+    return this.#serial(async () => {
+      const threshold = this.#opts.compaction?.afterTurnAboveItems;
+      const due = args?.force === true || (threshold !== undefined && this.#lastCount > threshold);
+      if (!due) return null;
+      try {
+        await this.#compact({ origin: 'turn' });
+      } catch (error) {
+        const event = { type: 'compaction_failed' as const, sessionId: this.#id, error };
+        if (this.#opts.onEvent) this.#opts.onEvent(event);
+        else console.warn(`LineageSession: compaction after the turn failed (the run goes on): ${String(error)}`);
+      }
+      return null;
+    });
+  }
+
+  /**
+   * Runs `op` after every operation called before it has settled (fulfilled or not), so the
+   * operations on one object take effect in call order and clearSession never races them.
+   */
+  #serial<T>(op: () => Promise<T>): Promise<T> {
+    const result = this.#queue.then(op);
+    this.#queue = result.catch(() => undefined);
+    return result;
   }
 
   async #appendChunk(chunk: Item[]): Promise<void> {
@@ -215,28 +268,25 @@ export class LineageSession implements OpenAIResponsesCompactionAwareSession {
     return { items: page.messages, session: page.session };
   }
 
-  /** The id to use: the one known, or a new session (created once however many calls race for it). */
+  /**
+   * The one place the session id is resolved: the one known, or a new session. Only ever called
+   * inside #serial, so one create happens however many calls race for it, and a failed create
+   * leaves nothing behind (the next call tries again).
+   */
   async #known(): Promise<string> {
     if (this.#id !== undefined) {
       if (!this.#checkedFormat) await this.#checkFormat(this.#id);
       return this.#id;
     }
-    this.#creating ??= this.#client
-      .createSession({
-        format: 'responses',
-        ...(this.#opts.source !== undefined ? { source: this.#opts.source } : {}),
-        ...(this.#opts.metadata !== undefined ? { metadata: this.#opts.metadata } : {}),
-      })
-      .then((s) => {
-        this.#id = s.sessionId;
-        this.#checkedFormat = true;
-        this.#opts.onEvent?.({ type: 'created', sessionId: s.sessionId });
-        return s.sessionId;
-      })
-      .finally(() => {
-        this.#creating = undefined;
-      });
-    return this.#creating;
+    const s = await this.#client.createSession({
+      format: 'responses',
+      ...(this.#opts.source !== undefined ? { source: this.#opts.source } : {}),
+      ...(this.#opts.metadata !== undefined ? { metadata: this.#opts.metadata } : {}),
+    });
+    this.#id = s.sessionId;
+    this.#checkedFormat = true;
+    this.#opts.onEvent?.({ type: 'created', sessionId: s.sessionId });
+    return s.sessionId;
   }
 
   /** A session handed in by id must hold Agents SDK items (SPEC A1: the format is fixed at creation). */

@@ -3,6 +3,7 @@
 // retries and typed errors. Needs nothing but `fetch` (Node 20+, Lambda).
 import createClient, { type Client } from 'openapi-fetch';
 import { CursorStaleError, LineageError, NotFoundError, SessionEndedError } from './errors.js';
+import { assertJsonValue } from './json-values.js';
 import type { paths } from './openapi-types.js';
 import { resolvePolicy, type RetryPolicy, type Safety } from './retry.js';
 import { send, type FetchResult } from './transport.js';
@@ -93,6 +94,7 @@ export class LineageClient {
   /** POST /sessions. */
   async createSession(req: CreateSessionRequest = {}, opts: CreateSessionOptions = {}): Promise<Session> {
     const key = opts.idempotencyKey ?? newIdempotencyKey();
+    assertJsonValue(req, 'request');
     const body = JSON.stringify(req);
     const r = await keyed(key, () =>
       this.#send('repeatable', opts, (signal) =>
@@ -122,12 +124,14 @@ export class LineageClient {
   }
 
   /**
-   * POST /sessions/{id}/messages: 1-98 items in one transaction, applied at most once. Every
+   * POST /sessions/{id}/messages: 1-98 items in one transaction, applied at most once. Items JSON
+   * cannot return as they are (binary, Map, Date, ...) throw UnsupportedValueError before sending. Every
    * retry (network error, timeout, 5xx, 503 Retry-After) sends the same Idempotency-Key and the
    * same bytes, so the service replays the first answer instead of appending again (SPEC A3).
    */
   async append(id: string, items: readonly Item[], opts: AppendOptions = {}): Promise<AppendResult> {
     const key = opts.idempotencyKey ?? newIdempotencyKey();
+    assertJsonValue(items, 'messages');
     const request = { messages: [...items], ...(opts.expectedCount !== undefined ? { expectedCount: opts.expectedCount } : {}) };
     const body = JSON.stringify(request);
     const to = (target: string) =>

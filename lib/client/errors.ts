@@ -66,7 +66,7 @@ export class SessionEndedError extends LineageApiError {
 export class CountMismatchError extends LineageApiError {
   override name = 'CountMismatchError';
   get messageCount(): number | undefined {
-    const n = (this.body as Record<string, unknown> | null)?.messageCount;
+    const n = (this.body as { messageCount?: unknown } | null)?.messageCount;
     return typeof n === 'number' ? n : undefined;
   }
 }
@@ -148,7 +148,7 @@ export function toApiError(status: number, body: unknown, headers: Headers): Lin
 }
 
 function apiErrorBody(body: unknown): { code: ErrorCode; message: string; requestId?: string } | undefined {
-  const e = (body as { error?: unknown } | null)?.error as Record<string, unknown> | undefined;
+  const e = (body as { error?: unknown } | null)?.error as { code?: unknown; message?: unknown; requestId?: unknown } | undefined;
   if (!e || typeof e.code !== 'string' || typeof e.message !== 'string') return undefined;
   return { code: e.code as ErrorCode, message: e.message, ...(typeof e.requestId === 'string' ? { requestId: e.requestId } : {}) };
 }

@@ -1,11 +1,11 @@
-// The client's public surface (package.json `exports["./client"]`).
+// The package's main entry (@session-lineage/client): the HTTP client, its errors and types.
+// Nothing here needs @openai/agents-core; LineageSession is the ./agents entry (agents.ts).
 export { LineageClient, createLineageClient, newIdempotencyKey, DEFAULT_TIMEOUT_MS } from './client.js';
 export type { LineageClientOptions, CallOptions, CreateSessionOptions, AppendOptions, AppendResult, PageOptions } from './client.js';
 export * from './errors.js';
+export { UnsupportedValueError } from './json-values.js';
 export { DEFAULT_RETRY_POLICY, retryDelayMs, type RetryPolicy, type Safety } from './retry.js';
 export * from './types.js';
 export type { paths, components, operations } from './openapi-types.js';
-export { LineageSession } from './agents-session.js';
 export { chunks, MAX_ITEMS_PER_APPEND, MAX_APPEND_BODY_BYTES, MAX_TAIL } from './chunks.js';
 export { deleteChain } from './chain.js';
-export type { LineageSessionOptions, LineageSessionEvent, LineageCompactionPolicy, CompactOptions } from './agents-session.js';

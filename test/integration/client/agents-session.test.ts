@@ -3,14 +3,8 @@
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { AgentInputItem } from '@openai/agents-core';
-import {
-  LineageClient,
-  LineageError,
-  LineageNetworkError,
-  LineageSession,
-  NotFoundError,
-  type LineageSessionEvent,
-} from '../../../lib/client/index.js';
+import { LineageClient, LineageError, LineageNetworkError, NotFoundError } from '../../../lib/client/index.js';
+import { LineageSession, type LineageSessionEvent } from '../../../lib/client/agents.js';
 import { createOpsAgent, createRunner, question } from '../../../infra/examples/ops-agent.js';
 import { startLocalService, type LocalService } from '../../support/local-service.js';
 

@@ -1,7 +1,7 @@
 // The client's types are generated from functions/openapi.json and must never drift from it:
 // regenerate them exactly as `npm run build:client-types` does and compare with the committed
-// file. The limits the client splits by are the document's, and the package's `./client` export
-// loads in plain Node with nothing but what the bundle holds.
+// file. The limits the client splits by are the document's, and the package (lib/client/package.json)
+// declares only what it ships and needs; its code bundles with no imports and loads in plain Node.
 import { execFile } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -16,8 +16,10 @@ import { MAX_ITEMS_PER_APPEND, MAX_TAIL } from '../../../lib/client/index.js';
 const run = promisify(execFile);
 const root = fileURLToPath(new URL('../../../', import.meta.url));
 const pkg = JSON.parse(readFileSync(join(root, 'package.json'), 'utf8')) as {
+  private: boolean;
+  workspaces: string[];
   scripts: Record<string, string>;
-  exports: Record<string, Record<string, string>>;
+  dependencies: Record<string, string>;
 };
 const doc = JSON.parse(readFileSync(join(root, 'functions/openapi.json'), 'utf8'));
 
@@ -43,18 +45,27 @@ describe('client types', () => {
   });
 });
 
-describe('package export ./client', () => {
-  it('points at the sources for types and at the build:client bundle, which loads in plain Node with no imports', async () => {
-    expect(pkg.exports['./client']).toEqual({
-      types: './lib/client/index.ts',
-      import: './dist/client/index.mjs',
-      default: './dist/client/index.mjs',
-    });
-    expect(pkg.scripts['build:client']).toContain('--outfile=dist/client/index.mjs');
+describe('the @session-lineage/client package (lib/client/package.json)', () => {
+  const client = JSON.parse(readFileSync(join(root, 'lib/client/package.json'), 'utf8'));
+
+  it('is a workspace of the private root, ships only its build and README, needs only openapi-fetch, and the SDK as an optional peer', () => {
+    expect(pkg.workspaces).toEqual(['lib/client']);
+    expect(pkg.private).toBe(true);
+    expect(client.exports['.']).toEqual({ types: './dist/index.d.ts', import: './dist/index.js', default: './dist/index.js' });
+    expect(client.exports['./agents']).toEqual({ types: './dist/agents.d.ts', import: './dist/agents.js', default: './dist/agents.js' });
+    expect(client.files).toEqual(['dist/**/*.js', 'dist/**/*.d.ts', 'README.md']);
+    expect(client.scripts.prepack).toBe('npm run build');
+    expect(Object.keys(client.dependencies)).toEqual(['openapi-fetch']);
+    expect(client.dependencies['openapi-fetch']).toBe(pkg.dependencies['openapi-fetch']);
+    expect(client.peerDependencies).toEqual({ '@openai/agents-core': `^${pkg.dependencies['@openai/agents-core']}` });
+    expect(client.peerDependenciesMeta).toEqual({ '@openai/agents-core': { optional: true } });
+  });
+
+  it('bundles (both entries) to code with no imports at all, which loads in plain Node', async () => {
     const dir = mkdtempSync(join(tmpdir(), 'client-bundle-'));
     try {
       const out = await build({
-        entryPoints: [join(root, 'lib/client/index.ts')],
+        stdin: { contents: "export * from './index.ts'; export * from './agents.ts';", resolveDir: join(root, 'lib/client'), loader: 'ts' },
         bundle: true,
         format: 'esm',
         platform: 'neutral',

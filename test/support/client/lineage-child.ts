@@ -12,7 +12,8 @@
 // writes `report` with getSessionId() and exits.
 import { createInterface } from 'node:readline';
 import type { AgentInputItem } from '@openai/agents-core';
-import { LineageClient, LineageSession, type Item, type LineageSessionEvent } from '../../../lib/client/index.js';
+import { LineageClient, type Item } from '../../../lib/client/index.js';
+import { LineageSession, type LineageSessionEvent } from '../../../lib/client/agents.js';
 import { createOpsAgent, createRunner, question, SERVICES } from '../../../infra/examples/ops-agent.js';
 
 export type ChildLine =

@@ -1,0 +1,49 @@
+// Ported from openai/openai-agents-js packages/agents-core/test/session.test.ts at commit
+// 6d0c61a5f62a5ed8142996a25b33446c810f84b3: the SDK's type guards decide which optional session
+// capabilities the runner uses. Rewritten by us to ask them about LineageSession itself (no
+// service needed: the guards look at the object, and constructing one sends nothing).
+//
+// By design LineageSession is compaction-aware (the runner calls runCompaction after each turn
+// it saves) and offers neither history rewrites nor history transactions (the API cannot replace
+// a suffix atomically; lib/client/README.md says why).
+import {
+  isOpenAIResponsesCompactionAwareSession,
+  isOpenAIResponsesCompactionOwnershipAwareSession,
+  isRunContextAwareSession,
+  isSessionHistoryRewriteAwareSession,
+  isSessionHistoryTransactionAwareSession,
+  type OpenAIResponsesCompactionAwareSession,
+  type Session,
+} from '@openai/agents-core';
+import { describe, expect, expectTypeOf, it } from 'vitest';
+import { LineageClient } from '../../../../lib/client/index.js';
+import { LineageSession } from '../../../../lib/client/agents.js';
+
+const requests: string[] = [];
+const client = new LineageClient({
+  baseUrl: 'http://127.0.0.1:9',
+  apiKey: 'slk_unused',
+  fetch: (req) => {
+    requests.push(req.url);
+    return Promise.reject(new TypeError('no request is expected here'));
+  },
+});
+
+describe('session type guards, asked about LineageSession', () => {
+  const session = new LineageSession({ client });
+
+  it('is a Session and an OpenAI Responses compaction-aware session', () => {
+    expectTypeOf(session).toMatchTypeOf<Session>();
+    expectTypeOf(session).toMatchTypeOf<OpenAIResponsesCompactionAwareSession>();
+    expect(isOpenAIResponsesCompactionAwareSession(undefined)).toBe(false);
+    expect(isOpenAIResponsesCompactionAwareSession(session)).toBe(true);
+  });
+
+  it('is not history rewrite-aware, transaction-aware, ownership-aware or run-context-aware (by design)', () => {
+    expect(isSessionHistoryRewriteAwareSession(session)).toBe(false);
+    expect(isSessionHistoryTransactionAwareSession(session)).toBe(false);
+    expect(isOpenAIResponsesCompactionOwnershipAwareSession(session)).toBe(false);
+    expect(isRunContextAwareSession(session)).toBe(false);
+    expect(requests).toEqual([]);
+  });
+});
