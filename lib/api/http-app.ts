@@ -94,7 +94,6 @@ export async function handleHttpRequest(
       params: validParams,
       query: Object.fromEntries(Object.entries(event.queryStringParameters ?? {}).filter((e): e is [string, string] => e[1] !== undefined)),
       body,
-      rawBody,
       headers,
       requestId: inv.requestId,
       ...(inv.remainingTimeMs ? { remainingTimeMs: inv.remainingTimeMs } : {}),
