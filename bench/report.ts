@@ -1,4 +1,5 @@
 // Renders bench results as a plain-text table and as bench/README.md (with the last chaos counts).
+import type { JsonBodyBenchResult } from './json-body-bench.js';
 import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import type { BundleRow } from './bundle-bench.js';
 import type { CommitBenchResult } from './commit-bench.js';
@@ -27,6 +28,8 @@ export interface BenchResults {
   tokens?: TokenBenchRow[];
   /** P2: one losing compactSession vs one bare SET NX PX round on the same nodes. */
   loser?: Comparison;
+  /** Issue 22 #6: CPU to refuse a 1 MB body of 330,000 numbers, beside a bare JSON.parse of it. */
+  jsonBody?: JsonBodyBenchResult;
   /** The client's minified bundle (lib/client, without the Agents SDK). */
   clientBundle?: GoalRow;
   /** SPEC P1-P4 and the issues' targets, from this run. */
@@ -162,6 +165,24 @@ export function sections(r: BenchResults): string[] {
             perKib(t.plainMsPerKib),
             ratio(t.plainRatioTo1Kib),
           ]),
+        ),
+    );
+  }
+  if (r.jsonBody) {
+    const j = r.jsonBody;
+    out.push(
+      `### Refusing a hostile body (issue 22 #6: CPU, median, side by side in one run)\n\n` +
+        table(
+          ['body', 'refused with', 'API checks (CPU)', 'bare JSON.parse (CPU)', 'ratio'],
+          [
+            [
+              `${Math.round(j.bytes / 1024)} KiB, ${j.numbers} numbers`,
+              j.refusedWith,
+              ms(j.refuseCpuMs),
+              ms(j.bareParseCpuMs),
+              `${j.ratio}x`,
+            ],
+          ],
         ),
     );
   }
