@@ -37,6 +37,7 @@ export type ErrorCode =
   | 'lease_unavailable'
   | 'unavailable'
   | 'outcome_unknown'
+  | 'rate_limited'
   | 'internal';
 
 export class HttpError extends Error {
