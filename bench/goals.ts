@@ -1,6 +1,7 @@
 // The `goals` array of bench/results/latest.json: each performance rule of the SPEC (P1-P4) and
 // the issues' targets as {id, measured, target, unit, met}, from the numbers this run measured.
 import { bundleGoals, type GoalRow } from './bundle-bench.js';
+import { JSON_BODY_REFUSAL_TARGET_MS } from './json-body-bench.js';
 import type { BenchResults } from './report.js';
 
 export type { GoalRow };
@@ -33,6 +34,7 @@ export function goalsOf(r: BenchResults): GoalRow[] {
   const run = r.tokens?.filter((t) => t.kind === 'single run (random letters)');
   const widest = run?.at(-1);
   if (widest) goals.push(atMost('tokens-per-kib-380-vs-1', widest.ratioTo1Kib, 2, 'x'));
+  if (r.jsonBody) goals.push(atMost('validation-1mb-numbers-refusal-cpu', r.jsonBody.refuseCpuMs, JSON_BODY_REFUSAL_TARGET_MS, 'ms'));
   if (r.clientBundle) goals.push(r.clientBundle);
   return goals;
 }

@@ -1,4 +1,5 @@
 // Renders bench results as a plain-text table and as bench/README.md (with the last chaos counts).
+import type { JsonBodyBenchResult } from './json-body-bench.js';
 import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import type { BundleRow } from './bundle-bench.js';
 import type { CommitBenchResult } from './commit-bench.js';
@@ -27,6 +28,8 @@ export interface BenchResults {
   tokens?: TokenBenchRow[];
   /** P2: one losing compactSession vs one bare SET NX PX round on the same nodes. */
   loser?: Comparison;
+  /** Issue 22 #6: CPU to refuse a 1 MB body of 330,000 numbers, beside a bare JSON.parse of it. */
+  jsonBody?: JsonBodyBenchResult;
   /** The client's minified bundle (lib/client, without the Agents SDK). */
   clientBundle?: GoalRow;
   /** SPEC P1-P4 and the issues' targets, from this run. */
@@ -165,6 +168,24 @@ export function sections(r: BenchResults): string[] {
         ),
     );
   }
+  if (r.jsonBody) {
+    const j = r.jsonBody;
+    out.push(
+      `### Refusing a hostile body (issue 22 #6: CPU, median, side by side in one run)\n\n` +
+        table(
+          ['body', 'refused with', 'API checks (CPU)', 'bare JSON.parse (CPU)', 'ratio'],
+          [
+            [
+              `${Math.round(j.bytes / 1024)} KiB, ${j.numbers} numbers`,
+              j.refusedWith,
+              ms(j.refuseCpuMs),
+              ms(j.bareParseCpuMs),
+              `${j.ratio}x`,
+            ],
+          ],
+        ),
+    );
+  }
   if (r.bundles?.length) {
     out.push(
       `### Lambda bundles (esbuild with infra/build.ts options: minified ESM)\n\n` +
@@ -292,6 +313,45 @@ function stormSection(stormFile: string): string {
   );
 }
 
+function stallSection(stallFile: string): string {
+  if (!existsSync(stallFile)) return 'No DynamoDB stall recorded yet: run `npm run test:chaos`.';
+  const s = JSON.parse(readFileSync(stallFile, 'utf8')) as {
+    backgroundRequests: number;
+    backgroundAcknowledged: number;
+    backgroundFailed: number;
+    acknowledgedLost: number;
+    compressAnswers: Record<string, number>;
+    compactionsLanded: number;
+    nothingAppliedButLanded: number;
+    finishedAt: string;
+  };
+  const answers = Object.entries(s.compressAnswers)
+    .map(([code, n]) => `${n} ${code}`)
+    .join(', ');
+  return table(
+    [
+      'DynamoDB stall',
+      'background requests (acknowledged / refused)',
+      'acknowledged appends lost',
+      'compress answers',
+      'compactions that landed',
+      '"nothing applied" answers for a compaction that landed',
+      'when',
+    ],
+    [
+      [
+        'SIGSTOP at a commit (past the lease TTL with a rival; and with the commit and its verification read timing out)',
+        `${s.backgroundRequests} (${s.backgroundAcknowledged} / ${s.backgroundFailed})`,
+        s.acknowledgedLost,
+        answers || 'none',
+        s.compactionsLanded,
+        s.nothingAppliedButLanded,
+        s.finishedAt,
+      ],
+    ],
+  );
+}
+
 function chaosWarning(chaosFile: string): string {
   if (!existsSync(chaosFile)) return '';
   const c = JSON.parse(readFileSync(chaosFile, 'utf8')) as Record<string, number>;
@@ -308,6 +368,7 @@ export function writeReadme(
   r: BenchResults,
   chaosFile = new URL('../test/chaos/.last-counts.json', import.meta.url).pathname,
   stormFile = new URL('../test/chaos/.last-storm.json', import.meta.url).pathname,
+  stallFile = new URL('../test/chaos/.last-stall.json', import.meta.url).pathname,
 ): void {
   const body = `# Benchmarks and the fault suite
 
@@ -346,6 +407,8 @@ ${chaosSection(chaosFile)}
 
 ${stormSection(stormFile)}
 
+${stallSection(stallFile)}
+
 ${chaosWarning(chaosFile)}The counts are summed from every file's afterAll into \`test/chaos/.last-counts.json\`; CHAOS_SCALE multiplies
 the iteration counts and the storm's length (default 1: about three minutes on a busy 2-core machine, one of them the storm). What each file proves:
 
@@ -359,7 +422,10 @@ the iteration counts and the storm's length (default 1: about three minutes on a
 - \`dynamodb-stop\`: DynamoDB Local SIGKILLed while the commit transaction is in flight (the attempt errors, never a
   false "compressed", the lease is released, a restarted store works; in-memory DynamoDB Local loses its data on
   restart, so this case cannot inspect what the killed commit left), and SIGSTOPped past the lease TTL during a
-  commit while a rival starts (data survives: one child, one "rotated", no orphan after a sweep) (I1-I3, L6, S1, S2).
+  commit while a rival starts (data survives: one child, one "rotated", no orphan after a sweep, every append
+  acknowledged during the stall kept once), and SIGSTOPped as a compress commits through the HTTP handler with
+  short DynamoDB timeouts, so the commit and its verification read both time out: 503 \`outcome_unknown\`, never
+  \`unavailable\` (issue 22), with background appends and reads during every stall (I1-I4, L6, S1, S2; the stall row).
 - \`interleavings\`: fast-check runs of 2-6 contenders with random delays, modes and cancellations plus concurrent
   appends: I1-I4 and C9 in every run.
 - \`http-fuzz\`: fast-check requests through the local service on its own table (malformed JSON, wrong types,

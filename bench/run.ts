@@ -14,6 +14,7 @@ import { benchClientBundle } from './client-bench.js';
 import { benchCommit } from './commit-bench.js';
 import { benchContention, benchLoser } from './contention-bench.js';
 import { goalsOf } from './goals.js';
+import { benchJsonBody } from './json-body-bench.js';
 import { benchLease } from './lease-bench.js';
 import { benchQuorumLoss } from './quorum-bench.js';
 import { writeReadme, summaryTable, type BenchResults } from './report.js';
@@ -90,6 +91,10 @@ try {
       REDIS_URLS: stack.redisUrls.join(','),
       DYNAMODB_ENDPOINT: stack.dynamodbEndpoint,
     });
+  }
+  if (want('json-body')) {
+    step('json body');
+    results.jsonBody = benchJsonBody(n(15));
   }
   if (want('client')) {
     step('client bundle');

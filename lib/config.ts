@@ -57,6 +57,8 @@ export interface Config {
   archiveRetentionSeconds: number;
   /** How long a resolved API key is trusted per container, i.e. the revocation delay; 0 disables the cache. */
   apiKeyCacheTtlSeconds: number;
+  /** Per-tenant limits on the Redis nodes (429 rate_limited above them; 0 turns one off). */
+  tenantLimits: { requestsPerSecond: number; compressionsPerMinute: number };
   eventBusName?: string;
   /** Local stage: the JSON-lines file SessionCompacted events are appended to (e2e tests read it). */
   localEventsFile?: string;
@@ -115,6 +117,8 @@ const envSchema = z.object({
   IDEMPOTENCY_TTL_SECONDS: z._default(positiveInt(), 24 * 3600),
   ARCHIVE_RETENTION_SECONDS: z._default(positiveInt(), 7 * 24 * 3600),
   API_KEY_CACHE_TTL_SECONDS: z._default(wholeSeconds(), 60),
+  RATE_LIMIT_REQUESTS_PER_SECOND: z._default(wholeSeconds('must be a whole number (0 turns the limit off)'), 50),
+  RATE_LIMIT_COMPRESSIONS_PER_MINUTE: z._default(wholeSeconds('must be a whole number (0 turns the limit off)'), 60),
   EVENT_BUS_NAME: z.optional(z.string()),
   LOCAL_EVENTS_FILE: z.optional(z.string()),
 });
@@ -199,6 +203,10 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     idempotencyTtlSeconds: e.IDEMPOTENCY_TTL_SECONDS,
     archiveRetentionSeconds: e.ARCHIVE_RETENTION_SECONDS,
     apiKeyCacheTtlSeconds: e.API_KEY_CACHE_TTL_SECONDS,
+    tenantLimits: {
+      requestsPerSecond: e.RATE_LIMIT_REQUESTS_PER_SECOND,
+      compressionsPerMinute: e.RATE_LIMIT_COMPRESSIONS_PER_MINUTE,
+    },
     eventBusName: e.EVENT_BUS_NAME,
     localEventsFile: e.LOCAL_EVENTS_FILE,
     engine: toEngineConfig(e),

@@ -21,6 +21,7 @@ import { sessionCompactedEvent } from './events/session-compacted.js';
 import { createServiceMetrics, recordCompaction } from './telemetry/compaction-metrics.js';
 import type { CompactionOutcome, CompactRequest } from './compaction/types.js';
 import { engineFromConfig } from './compressors/index.js';
+import { RedisTenantLimiter } from './api/tenant-limits.js';
 import { loadConfig, resolveEngine, resolveRedisUrls, telemetryConfig, type Config, type SecretReader } from './config.js';
 import { assertRedisVersion, SessionLease } from './lease/session-lease.js';
 import { DynamoLineageStore } from './lineage/dynamo/store.js';
@@ -178,7 +179,7 @@ export function afterTurnPublisher(rt: Runtime): Promise<AfterTurnPublisher> {
 /** Everything the HTTP API needs (functions/http.ts). */
 export function httpDeps(rt: Runtime): Promise<ApiDeps> {
   return rt.once('http', async () => {
-    const [{ config, dynamo, store }, compact, publisher] = await Promise.all([rt.core(), compaction(rt), afterTurnPublisher(rt)]);
+    const [{ config, dynamo, store, redis }, compact, publisher] = await Promise.all([rt.core(), compaction(rt), afterTurnPublisher(rt)]);
     return {
       store,
       // P2: a warm container answers most requests without an API-key read (revocation delay: the TTL).
@@ -189,6 +190,7 @@ export function httpDeps(rt: Runtime): Promise<ApiDeps> {
       publisher,
       logger: rt.logger,
       maxBodyBytes: config.maxBodyBytes,
+      limits: new RedisTenantLimiter(redis, config.tenantLimits, rt.logger),
       publishAboveTokens: config.compactionTokenThreshold,
     };
   });

@@ -4,6 +4,7 @@ import { LeaseUnavailableError } from '../lease/errors.js';
 import { InvalidCursorError } from '../lineage/cursor.js';
 import {
   AttemptInFlightError,
+  ChainDeletedError,
   CountMismatchError,
   FenceStaleError,
   IdempotencyKeyReusedError,
@@ -25,6 +26,7 @@ export type ErrorCode =
   | 'not_found'
   | 'method_not_allowed'
   | 'session_ended'
+  | 'chain_deleted'
   | 'count_mismatch'
   | 'cursor_stale'
   | 'lineage_too_deep'
@@ -35,6 +37,7 @@ export type ErrorCode =
   | 'lease_unavailable'
   | 'unavailable'
   | 'outcome_unknown'
+  | 'rate_limited'
   | 'internal';
 
 export class HttpError extends Error {
@@ -76,6 +79,7 @@ export function fromDomainError(err: unknown): HttpError | null {
   if (err instanceof SessionEndedError || err instanceof RotationLostError) {
     return new HttpError(409, 'session_ended', err.message, { liveSessionId: err.liveSessionId });
   }
+  if (err instanceof ChainDeletedError) return new HttpError(409, 'chain_deleted', err.message, { liveSessionId: null });
   if (err instanceof CountMismatchError) return new HttpError(409, 'count_mismatch', err.message, { messageCount: err.messageCount });
   if (err instanceof StaleCursorError) return new HttpError(409, 'cursor_stale', err.message);
   if (err instanceof InvalidCursorError) return invalidField('cursor', err.message);

@@ -6,12 +6,15 @@ import { fromDomainError, HttpError, invalidField } from './errors.js';
 import { parseJsonBody } from './json-body.js';
 import { matchRoute, type RouteDeps, type RouteResult } from './routes.js';
 import { sessionIdParam } from './schemas.js';
+import type { LimitKind, TenantLimiter } from './tenant-limits.js';
 
 export const DEFAULT_MAX_BODY_BYTES = 1_048_576;
 
 export interface ApiDeps extends RouteDeps {
   apiKeys: ApiKeyResolver;
   maxBodyBytes?: number;
+  /** Per-tenant request and compression limits (429 rate_limited); unset: none. */
+  limits?: TenantLimiter;
 }
 
 export interface Invocation {
@@ -21,6 +24,10 @@ export interface Invocation {
 }
 
 const paramSchemas: Record<string, typeof sessionIdParam> = { id: sessionIdParam };
+
+const COMPRESS_PATH = '/sessions/{id}/compress';
+const REQUEST: readonly LimitKind[] = ['request'];
+const COMPRESS: readonly LimitKind[] = ['request', 'compress'];
 
 function respond(result: RouteResult, requestId: string): APIGatewayProxyStructuredResultV2 {
   const headers: Record<string, string> = { 'x-request-id': requestId, ...result.headers };
@@ -81,6 +88,8 @@ export async function handleHttpRequest(
     const tenantId = await authenticate(headers, deps.apiKeys);
     const { route, params } = matchRoute(method, path);
     const validParams = validateParams(params);
+    // Before the body is read: a tenant over its limit costs no parsing (issue 22).
+    await deps.limits?.check(tenantId, route.path === COMPRESS_PATH ? COMPRESS : REQUEST);
     const rawBody = event.body ? Buffer.from(event.body, event.isBase64Encoded ? 'base64' : 'utf8') : Buffer.alloc(0);
     const body =
       method === 'POST'
@@ -94,7 +103,6 @@ export async function handleHttpRequest(
       params: validParams,
       query: Object.fromEntries(Object.entries(event.queryStringParameters ?? {}).filter((e): e is [string, string] => e[1] !== undefined)),
       body,
-      rawBody,
       headers,
       requestId: inv.requestId,
       ...(inv.remainingTimeMs ? { remainingTimeMs: inv.remainingTimeMs } : {}),

@@ -1,6 +1,5 @@
 // The route table: one entry per API operation. functions/openapi.json documents exactly
 // these (checked by test/unit/api/openapi.test.ts), and serverless.yml declares them.
-import { createHash } from 'node:crypto';
 import type { CompactionOrigin, CompactionOutcome, CompactRequest } from '../compaction/types.js';
 import { validateItems, describeProblem } from '../items/validate.js';
 import { decodeCursor, encodeCursor } from '../lineage/cursor.js';
@@ -9,6 +8,7 @@ import { withEstimates } from '../lineage/prepare.js';
 import type { IdempotencyInput, LineageStore, SessionRecord, StoredResponse } from '../lineage/types.js';
 import type { Logger } from '../logger.js';
 import type { SessionRef } from '../session-ref.js';
+import { requestDigest } from './canonical-json.js';
 import { HttpError, invalidField, leaseUnavailable, notFound } from './errors.js';
 import { appendBody, assertMetadata, compressBody, createSessionBody, DEFAULT_LIMIT, listMessagesQuery, parseWith } from './schemas.js';
 import { lineageEntryView, outcomeView, sessionView } from './views.js';
@@ -35,8 +35,6 @@ export interface RouteContext {
   query: Record<string, string>;
   /** Parsed JSON body (undefined for GET or an empty body). */
   body: unknown;
-  /** The body's bytes, for Idempotency-Key request digests. */
-  rawBody: Buffer;
   /** Request headers, lower-cased names. */
   headers: Record<string, string>;
   requestId: string;
@@ -70,7 +68,7 @@ function idempotencyOf(ctx: RouteContext): IdempotencyInput | undefined {
   const key = ctx.headers['idempotency-key'];
   if (key === undefined) return undefined;
   if (!IDEMPOTENCY_KEY.test(key)) throw invalidField('Idempotency-Key', 'must be 1-255 printable ASCII characters');
-  return { key, requestHash: createHash('sha256').update(ctx.rawBody).digest('base64url') };
+  return { key, requestHash: requestDigest(ctx.body) };
 }
 
 function replayed(response: StoredResponse): RouteResult {

@@ -99,6 +99,11 @@ export class ServiceUnavailableError extends LineageApiError {
   override name = 'ServiceUnavailableError';
 }
 
+/** 429 rate_limited (this tenant's limit) or the stage throttle: nothing was applied; retry after `retryAfterMs`. */
+export class RateLimitedError extends LineageApiError {
+  override name = 'RateLimitedError';
+}
+
 /** No response: connection refused or reset, DNS, or the per-attempt timeout. */
 export class LineageNetworkError extends LineageError {
   override name = 'LineageNetworkError';
@@ -127,6 +132,7 @@ const BY_STATUS: Record<number, ApiErrorClass> = {
   413: PayloadTooLargeError,
   415: UnsupportedMediaTypeError,
   422: IdempotencyKeyReusedError,
+  429: RateLimitedError,
   500: InternalServerError,
   503: ServiceUnavailableError,
 };

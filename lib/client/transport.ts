@@ -89,6 +89,8 @@ function classify(failure: LineageError, safety: Safety): Decision {
   if (failure instanceof LineageNetworkError) {
     return { retry: safety === 'repeatable' || !failure.mayHaveApplied, mayHaveApplied: failure.mayHaveApplied };
   }
+  // 429 (a tenant limit, or the stage throttle) is refused before anything runs: nothing was applied.
+  if (failure instanceof LineageApiError && failure.status === 429) return { retry: true, mayHaveApplied: false };
   if (failure instanceof LineageApiError && failure.status >= 500) {
     // The service's own 503 is decided before anything is written (but `outcome_unknown`: the
     // store did not confirm a write it may have applied); any other 5xx (a crash, a gateway
@@ -100,7 +102,7 @@ function classify(failure: LineageError, safety: Safety): Decision {
 }
 
 function retryAfterOf(failure: LineageError): number | undefined {
-  return failure instanceof LineageApiError && failure.status === 503 ? failure.retryAfterMs : undefined;
+  return failure instanceof LineageApiError && (failure.status === 503 || failure.status === 429) ? failure.retryAfterMs : undefined;
 }
 
 /** Connection refused: the request never left, so even a `once` request may be sent again. */

@@ -10,7 +10,14 @@ import { adapterFor } from '../items/adapters.js';
 import { estimateItemTokens, loadTokenCounter } from '../items/tokens.js';
 import type { Item } from '../items/types.js';
 import { LeaseRefresher } from '../lease/index.js';
-import { AttemptInFlightError, FenceStaleError, RotationLostError, SessionEndedError, StaleSnapshotError } from '../lineage/errors.js';
+import {
+  AttemptInFlightError,
+  ChainDeletedError,
+  FenceStaleError,
+  RotationLostError,
+  SessionEndedError,
+  StaleSnapshotError,
+} from '../lineage/errors.js';
 import type { BegunAttempt } from '../lineage/types.js';
 import { silentLogger } from '../logger.js';
 import { sessionKey } from '../session-ref.js';
@@ -84,7 +91,7 @@ export async function compactSession(
   // C13: a review fork never compacts, by rule: no lease, no engine, no write. It is told the
   // session to continue on: the live tip when this one has ended (F1), read from the records alone.
   if (req.origin === 'review') {
-    const live = (await store.liveTip(ref)) ?? ref.sessionId;
+    const live = (await store.liveTip(ref)) ?? chainDeleted(ref.sessionId);
     return { outcome: 'disabled', reason: 'review_origin', sessionId: live, warnings, ...(await inputIfAsked()) };
   }
 
@@ -120,7 +127,7 @@ export async function compactSession(
       });
     } catch (err) {
       // C4: the lease does not prove the parent is live; an ended parent is adopted, not compacted.
-      if (err instanceof SessionEndedError) return skipped('adopted', err.liveSessionId ?? ref.sessionId);
+      if (err instanceof SessionEndedError) return skipped('adopted', err.liveSessionId ?? chainDeleted(ref.sessionId));
       // A holder whose lease expired under it still has a live attempt record: it is compacting.
       if (err instanceof AttemptInFlightError) return skipped('locked', ref.sessionId, undefined, err.holder);
       throw err;
@@ -254,7 +261,7 @@ export async function compactSession(
     } catch (err) {
       // L6 / C4: the store refused a stale or already-rotated commit; report the live session.
       if (err instanceof RotationLostError || err instanceof SessionEndedError)
-        return skipped('adopted', err.liveSessionId ?? ref.sessionId);
+        return skipped('adopted', err.liveSessionId ?? chainDeleted(ref.sessionId));
       if (err instanceof FenceStaleError) return skipped('lease_lost', ref.sessionId);
       // A6: an item the engine read was popped meanwhile; committing would bring it back.
       if (err instanceof StaleSnapshotError) return skipped('stale', ref.sessionId);
@@ -268,4 +275,9 @@ export async function compactSession(
   async function cancelled(input: readonly Item[]): Promise<CompactionOutcome> {
     return { outcome: 'cancelled', sessionId: ref.sessionId, warnings, ...(await inputIfAsked(input)) };
   }
+}
+
+/** C4, C13: an ended session whose chain has no live tip (deleted) is never named as the one to continue on. */
+function chainDeleted(sessionId: string): never {
+  throw new ChainDeletedError(sessionId);
 }

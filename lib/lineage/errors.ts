@@ -29,6 +29,17 @@ export class SessionEndedError extends LineageError {
   }
 }
 
+/**
+ * The session has ended and its chain has no live session: its tip was deleted (issue 22). Adoption
+ * (C4) and review (C13) answers carry this instead of naming a session nobody can write to.
+ */
+export class ChainDeletedError extends LineageError {
+  override readonly name = 'ChainDeletedError';
+  constructor(readonly sessionId: string) {
+    super(`session ${sessionId} has ended and its chain has no live session (its tip was deleted)`);
+  }
+}
+
 /** A newer attempt began (or the attempt was swept): this one may not commit (SPEC L6). */
 export class FenceStaleError extends LineageError {
   override readonly name = 'FenceStaleError';

@@ -5,11 +5,23 @@
 //    released anyway (I3, C2), and that a new attempt works once the store is back.
 // 2. SIGSTOP it during the commit for longer than the lease TTL while a rival starts (a paused
 //    store, the data survives), then SIGCONT: at most one child and one "rotated" (I1, I2, L6),
-//    and after a sweep no attempt record or orphan message is left (S1, S2).
+//    and after a sweep no attempt record or orphan message is left (S1, S2). Background appends and
+//    reads run on this and another session during the stall: every acknowledged one is kept (I4).
+// 3. SIGSTOP it as a compress commits, through the HTTP handler with short DynamoDB timeouts, so the
+//    commit and the read that would verify it both time out (issue 22 finding 1): the answer is
+//    503 outcome_unknown, never "unavailable" ("nothing applied"), while background traffic runs.
+//    The figures go to test/chaos/.last-stall.json, bench/README's fault table.
 import { randomUUID } from 'node:crypto';
+import { writeFileSync } from 'node:fs';
+import { fileURLToPath } from 'node:url';
 import { ScanCommand, type DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ensureTable } from '../../infra/table.js';
+import { handleHttpRequest, type ApiDeps } from '../../lib/api/http-app.js';
+import { createDynamoClient } from '../../lib/clients.js';
+import { DynamoLineageStore } from '../../lib/lineage/dynamo/store.js';
+import { asIs } from '../../lib/lineage/prepare.js';
+import { silentLogger } from '../../lib/logger.js';
 import { startDynamoDbLocal, type LocalProcess } from '../../infra/local/processes.js';
 import { compactSession, type CompactionOutcome } from '../../lib/compaction/index.js';
 import { sessionKey, type SessionRef } from '../../lib/session-ref.js';
@@ -26,6 +38,64 @@ let coord: Coordinator;
 /** Set by a test; runs as the commit transaction is about to be sent. */
 let beforeCommit: (() => Promise<void>) | undefined;
 const counts = { racesRun: 0, nodeFaultsInjected: 0, forksFound: 0, leakedLeases: 0 };
+export const lastStallFile = fileURLToPath(new URL('./.last-stall.json', import.meta.url));
+/** The stall cases' figures (bench/README's fault table). */
+const stall = {
+  backgroundRequests: 0,
+  backgroundAcknowledged: 0,
+  backgroundFailed: 0,
+  acknowledgedLost: 0,
+  compressAnswers: {} as Record<string, number>,
+  compactionsLanded: 0,
+  nothingAppliedButLanded: 0,
+};
+
+/**
+ * Background traffic for a stall: appends (one marker item each) to `target` and to `other`, and
+ * reads of `other`, started now and settled later. Returns what was acknowledged, per session.
+ */
+function backgroundTraffic(target: SessionRef, other: SessionRef, n: number): Promise<{ acked: Map<string, string[]>; failed: number }> {
+  const acked = new Map<string, string[]>([
+    [target.sessionId, []],
+    [other.sessionId, []],
+  ]);
+  let failed = 0;
+  const ops = Array.from({ length: n }, async (_, i) => {
+    stall.backgroundRequests++;
+    try {
+      if (i % 3 === 2) {
+        await coord.store.getSession(other);
+      } else {
+        const ref = i % 3 === 0 ? target : other;
+        const marker = `bg-${i}-${randomUUID().slice(0, 6)}`;
+        await coord.store.appendItems(ref, { prepare: asIs([{ role: 'user', content: marker }]) });
+        acked.get(ref.sessionId)!.push(marker);
+      }
+      stall.backgroundAcknowledged++;
+    } catch {
+      // 503s (unavailable / outcome_unknown) and 409s (ended by the rotation) are honest answers.
+      failed++;
+      stall.backgroundFailed++;
+    }
+  });
+  return Promise.all(ops).then(() => ({ acked, failed }));
+}
+
+/**
+ * Every acknowledged marker is in the live session's transcript exactly once (I4). `summarized`:
+ * a compaction may have read some of them and summarized them away, so only "never twice" holds.
+ */
+async function expectKept(ref: SessionRef, markers: readonly string[], summarized = false): Promise<void> {
+  const children = await coord.store.children(ref);
+  const live = children[0] ? { tenantId: ref.tenantId, sessionId: children[0].sessionId } : ref;
+  const contents = (await coord.store.readAll(live)).map((m) => (m as { content?: unknown }).content);
+  for (const marker of markers) {
+    const seen = contents.filter((c) => c === marker).length;
+    if (seen > 1 || (seen === 0 && !summarized)) stall.acknowledgedLost++;
+    if (summarized) expect(seen, `acknowledged append ${marker}`).toBeLessThanOrEqual(1);
+    else expect(seen, `acknowledged append ${marker}`).toBe(1);
+  }
+}
 
 async function startStore(port?: number): Promise<void> {
   ddbProc = await startDynamoDbLocal(port);
@@ -49,6 +119,7 @@ beforeAll(async () => {
 });
 afterAll(async () => {
   recordCounts('dynamodb-stop', counts);
+  writeFileSync(lastStallFile, JSON.stringify({ ...stall, finishedAt: new Date().toISOString() }, null, 2));
   await coord?.close();
   if (ddbProc) {
     try {
@@ -128,10 +199,13 @@ describe('DynamoDB Local stopped during a commit', () => {
 
   it('I1 I2 L6 S1 S2: store paused (SIGSTOP) past the lease TTL during a commit while a rival starts: one child, no orphan after a sweep', async () => {
     const ref = await seeded();
+    const other = await seeded();
     let rival: Promise<CompactionOutcome> | undefined;
+    let traffic: ReturnType<typeof backgroundTraffic> | undefined;
     beforeCommit = async () => {
       process.kill(ddbProc.pid, 'SIGSTOP');
       counts.nodeFaultsInjected++;
+      traffic = backgroundTraffic(ref, other, 30);
       // The paused holder's lease expires; a rival takes it and starts its own attempt.
       await sleep(TTL_MS + 300);
       rival = compactSession(
@@ -155,6 +229,8 @@ describe('DynamoDB Local stopped during a commit', () => {
     );
     expect(rival).toBeDefined();
     const second = await settle(rival!);
+    expect(traffic).toBeDefined();
+    const { acked } = await traffic!;
 
     const children = await coord.store.children(ref);
     counts.forksFound += Math.max(0, children.length - 1);
@@ -173,5 +249,76 @@ describe('DynamoDB Local stopped during a commit', () => {
     const items = await tenantItems(coord.ddb, ref.tenantId);
     for (const [pk, sks] of items) expect(sks, `orphan items under ${pk}`).toContain('META');
     expect(items.size).toBe(1 + children.length);
+    // I4: the appends acknowledged during the stall are in the live transcript, once (on the compacted
+    // session the rival may have read and summarized some: never twice there).
+    await expectKept(ref, acked.get(ref.sessionId)!, true);
+    await expectKept(other, acked.get(other.sessionId)!);
   });
+
+  it.each(['rotate', 'in_place'] as const)(
+    'I2 F1: stalled as a compress (%s) commits, the commit and its verification read time out: 503 outcome_unknown, never "unavailable"',
+    async (mode) => {
+      // Short budgets (one try of 400 ms) so both the commit and the verification read time out during the stall.
+      const fastDdb = createDynamoClient({ endpoint: ddbProc.url, maxAttempts: 1, requestTimeoutMs: 400, connectTimeoutMs: 300 });
+      let stopped = false;
+      fastDdb.middlewareStack.add(
+        (next, context) => async (args) => {
+          if (context.commandName === 'TransactWriteItemsCommand' && !stopped) {
+            stopped = true;
+            process.kill(ddbProc.pid, 'SIGSTOP');
+            counts.nodeFaultsInjected++;
+          }
+          return next(args);
+        },
+        { step: 'initialize', name: 'chaosStallAtCommit' },
+      );
+      const fastStore = new DynamoLineageStore({ client: fastDdb, tableName: TABLE });
+      const ref = await seeded();
+      const other = await seeded();
+      const before = await coord.store.getSession(ref);
+      const deps: ApiDeps = {
+        store: fastStore,
+        compact: (req) => compactSession({ lease: coord.lease, store: fastStore, engine: fixedEngine(), leaseTtlMs: 5000 }, req),
+        publisher: { publish: () => Promise.resolve() },
+        logger: silentLogger,
+        apiKeys: { resolve: () => Promise.resolve(ref.tenantId) },
+      };
+      counts.racesRun++;
+      const answered = handleHttpRequest(
+        {
+          rawPath: `/sessions/${ref.sessionId}/compress`,
+          requestContext: { http: { method: 'POST' } },
+          headers: { authorization: 'Bearer chaos', 'content-type': 'application/json' },
+          body: JSON.stringify({ mode }),
+          isBase64Encoded: false,
+        } as never,
+        deps,
+        { requestId: `stall-${mode}` },
+      );
+      // Background traffic on the ordinary client while the store is stopped (it waits, then lands).
+      const started = Date.now();
+      while (!stopped && Date.now() - started < 10_000) await sleep(10);
+      expect(stopped).toBe(true);
+      const traffic = backgroundTraffic(other, other, 24);
+      const res = await answered;
+      process.kill(ddbProc.pid, 'SIGCONT');
+      const { acked } = await traffic;
+      fastDdb.destroy();
+
+      const body = JSON.parse(res.body ?? '{}') as { error?: { code?: string } };
+      const code = body.error?.code ?? String(res.statusCode);
+      stall.compressAnswers[code] = (stall.compressAnswers[code] ?? 0) + 1;
+      // What DynamoDB did with the stalled commit once it resumed (the sweep would clear a stale attempt).
+      // Read once the background traffic settled, i.e. after DynamoDB resumed and worked its queue.
+      const now = await coord.store.getSession(ref);
+      const landed =
+        mode === 'rotate' ? (await coord.store.children(ref)).length > 0 : (now?.generation ?? 0) !== (before?.generation ?? 0);
+      if (landed) stall.compactionsLanded++;
+      if (landed && code === 'unavailable') stall.nothingAppliedButLanded++;
+      expect([res.statusCode, code]).toEqual([503, 'outcome_unknown']);
+      expect(res.headers?.['retry-after']).toBeDefined();
+      await expectKept(other, acked.get(other.sessionId)!);
+      expect(await waitLeaseFree(coord.lease, ref, 10_000)).toBe(true);
+    },
+  );
 });

@@ -307,7 +307,10 @@ export class Commits {
       const seen = oldImageOf(err, 0);
       if (seen) return seen;
     }
-    const meta = await this.table.getMeta(ref);
+    // A verification read that fails proves nothing: an unconfirmed commit stays outcome unknown.
+    const meta = await this.table.getMeta(ref).catch((readErr: unknown) => {
+      throw conditionFailedAt(err, 0) ? readErr : err;
+    });
     if (meta && s.isOurs(meta)) return meta;
     if (!conditionFailedAt(err, 0)) throw err;
     if (!meta) throw new SessionNotFoundError(ref.sessionId);

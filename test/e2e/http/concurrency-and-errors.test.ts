@@ -79,7 +79,7 @@ describe('concurrent compaction over HTTP', () => {
 });
 
 describe('answers name the live tip of the chain (C4, F1, issue 11 item 5)', () => {
-  it('F1/C4/C13: over a chain P→X→Y→Z, appends, pops and compress requests on P, X or Y name Z', async () => {
+  it('F1/C4/C13: over a chain P→X→Y→Z, appends, pops and compress requests on P, X or Y name Z; with Z deleted, compress is 409 chain_deleted', async () => {
     const chain = [await sessionWithTurns(6)];
     for (let i = 0; i < 3; i++) {
       const res = await api('POST', `/sessions/${chain.at(-1)}/compress`, { body: { mode: 'rotate', keepLast: 2 } });
@@ -107,6 +107,15 @@ describe('answers name the live tip of the chain (C4, F1, issue 11 item 5)', () 
     // On the live session itself, it names itself.
     expect((await api('POST', `/sessions/${z}/compress`, { body: { origin: 'review' } })).body.sessionId).toBe(z);
     expect((await api('GET', `/sessions/${z}`)).body.session.childSessionId).toBeNull();
+
+    // C4 C13 (issue 22): once the tip is deleted the chain has no live session; no answer names an ended one.
+    expect((await api('DELETE', `/sessions/${z}`)).status).toBe(204);
+    expect((await api('GET', `/sessions/${p}/lineage`)).body.tip).toBeNull();
+    for (const body of [{ mode: 'rotate' }, { mode: 'in_place' }, { origin: 'review', mode: 'rotate' }]) {
+      const r = await api('POST', `/sessions/${p}/compress`, { body });
+      expectError(r, 409, 'chain_deleted');
+      expect(r.body.liveSessionId).toBeNull();
+    }
   });
 });
 

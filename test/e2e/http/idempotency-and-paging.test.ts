@@ -64,6 +64,47 @@ describe('A3: Idempotency-Key', () => {
     expect(await readAll(api, other)).toEqual(numbered('b', 1));
   });
 
+  it('A3: a retry re-serialized by another client (whitespace, key order, escapes) is a replay; another meaning is 422', async () => {
+    const id = await createSession(api);
+    const key = `reser-${randomUUID()}`;
+    const headers = { 'idempotency-key': key };
+    const items = [
+      { role: 'user', content: 'café ☕', name: 'u1' },
+      { role: 'assistant', content: null, tool_calls: [{ id: 'c1', type: 'function', function: { name: 'f', arguments: '{"a":1}' } }] },
+      { role: 'tool', tool_call_id: 'c1', content: 'ok' },
+    ];
+    const first = await api('POST', `/sessions/${id}/messages`, {
+      rawBody: JSON.stringify({ messages: items, expectedCount: 0 }),
+      headers,
+    });
+    expect([first.status, replayed(first)]).toEqual([200, false]);
+    // What a Python client sends on its retry: keys sorted its own way, ", " and ": " separators,
+    // non-ASCII escaped, 0.0 for 0, and the top-level fields in another order.
+    const python = `{"expectedCount": 0.0, "messages": [${items
+      .map((it) => {
+        const keys = Object.keys(it).sort().reverse();
+        return `{${keys
+          .map(
+            (k) =>
+              `${JSON.stringify(k)}: ${JSON.stringify((it as Record<string, unknown>)[k]).replace(/[^\x20-\x7e]/g, (ch) => `\\u${ch.charCodeAt(0).toString(16).padStart(4, '0')}`)}`,
+          )
+          .join(', ')}}`;
+      })
+      .join(',\n  ')}]}`;
+    expect(python).not.toBe(JSON.stringify({ messages: items, expectedCount: 0 }));
+    expect(JSON.parse(python)).toEqual({ messages: items, expectedCount: 0 });
+    const retry = await api('POST', `/sessions/${id}/messages`, { rawBody: `\n ${python} \n`, headers });
+    expect([retry.status, retry.body, replayed(retry)]).toEqual([200, first.body, true]);
+    expect(await readAll(api, id)).toEqual(items);
+
+    // One value changed (even only inside a nested object) is another request.
+    const changed = structuredClone(items);
+    changed[1]!.tool_calls![0]!.function.arguments = '{"a":2}';
+    const other = await api('POST', `/sessions/${id}/messages`, { body: { messages: changed, expectedCount: 0 }, headers });
+    expect([other.status, other.body.error.code]).toEqual([422, 'idempotency_key_reused']);
+    expect(await readAll(api, id)).toEqual(items);
+  });
+
   it('A3: a retried POST /sessions with a key makes one session, also when the retries race', async () => {
     const key = `create-${randomUUID()}`;
     const body = { format: 'responses', source: 'retry-test' };

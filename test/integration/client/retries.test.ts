@@ -3,7 +3,14 @@
 // and stands in for a failing gateway.
 import { randomUUID } from 'node:crypto';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { InternalServerError, LineageApiError, LineageClient, LineageNetworkError, type Item } from '../../../lib/client/index.js';
+import {
+  InternalServerError,
+  LineageApiError,
+  LineageClient,
+  LineageNetworkError,
+  RateLimitedError,
+  type Item,
+} from '../../../lib/client/index.js';
 import { startFaultProxy, type FaultProxy, type ProxyAction, type SeenRequest } from '../../support/client/fault-proxy.js';
 import { startLocalService, type LocalService } from '../../support/local-service.js';
 
@@ -148,6 +155,36 @@ describe('requests that must not be repeated', () => {
     const r = await viaProxy.pop(id);
     expect(r.removed).toEqual(turn('t1')[1]);
     expect(proxy.seen.filter((s) => s.method === 'DELETE')).toHaveLength(2);
+    expect((await direct.getSession(id)).messageCount).toBe(3);
+  });
+
+  it('A6: a pop answered 429 rate_limited (a tenant limit, refused before it ran) is retried after Retry-After, and pops once', async () => {
+    const id = await sessionWith(2);
+    let limited = 0;
+    proxy.setRule((r) => {
+      if (r.method !== 'DELETE' || limited >= 2) return 'forward';
+      limited++;
+      return {
+        respond: {
+          status: 429,
+          headers: { 'retry-after': '0' },
+          body: { error: { code: 'rate_limited', message: 'this tenant is over its requests per second; retry after 1 s' } },
+        },
+      };
+    });
+    const r = await viaProxy.pop(id);
+    expect(r.removed).toEqual(turn('t1')[1]);
+    expect(proxy.seen.filter((s) => s.method === 'DELETE')).toHaveLength(3);
+    expect((await direct.getSession(id)).messageCount).toBe(3);
+    // Out of attempts, the caller gets the typed error.
+    proxy.setRule((r) =>
+      r.method === 'DELETE'
+        ? { respond: { status: 429, headers: { 'retry-after': '0' }, body: { error: { code: 'rate_limited', message: 'over' } } } }
+        : 'forward',
+    );
+    const err = await viaProxy.pop(id).catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(RateLimitedError);
+    expect(err).toMatchObject({ status: 429, code: 'rate_limited' });
     expect((await direct.getSession(id)).messageCount).toBe(3);
   });
 

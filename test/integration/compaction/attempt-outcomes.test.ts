@@ -2,7 +2,9 @@
 import { randomUUID } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
 import { createRedisClients, waitForRedis } from '../../../lib/clients.js';
+import { fromDomainError } from '../../../lib/api/errors.js';
 import { compactSession } from '../../../lib/compaction/index.js';
+import { ChainDeletedError } from '../../../lib/lineage/errors.js';
 import type { CompactionDeps } from '../../../lib/compaction/types.js';
 import { SessionLease } from '../../../lib/lease/index.js';
 import { sessionKey } from '../../../lib/session-ref.js';
@@ -168,6 +170,27 @@ describe('compactSession outcomes', () => {
     const third = await compactSession(deps(engine), { ref, mode: 'in_place', origin: 'turn', holder: 'fn-c' });
     expect(third).toMatchObject({ outcome: 'skipped', reason: 'adopted', sessionId: first.sessionId });
     expect(engine.calls).toHaveLength(0);
+  });
+
+  it("C4 C13 F1: when the chain's tip was deleted, adoption and review answer chain_deleted (409), never the ended parent", async () => {
+    const ref = await seedSession(c.store);
+    const first = await compactSession(deps(), { ref, mode: 'rotate', origin: 'turn', holder: 'fn-a' });
+    expect(first.outcome).toBe('compressed');
+    await c.store.deleteSession({ tenantId: ref.tenantId, sessionId: first.sessionId });
+    const engine = testEngine();
+    for (const mode of ['rotate', 'in_place'] as const) {
+      const err = await compactSession(deps(engine), { ref, mode, origin: 'turn', holder: `fn-${mode}` }).catch((e: unknown) => e);
+      expect(err).toBeInstanceOf(ChainDeletedError);
+      expect(fromDomainError(err)).toMatchObject({ status: 409, code: 'chain_deleted', extra: { liveSessionId: null } });
+      expect(await c.lease.holderOf(sessionKey(ref))).toBeNull();
+    }
+    expect(engine.calls).toHaveLength(0);
+    const review = await compactSession(deps(engine), { ref, mode: 'rotate', origin: 'review', holder: 'review-fork' }).catch(
+      (e: unknown) => e,
+    );
+    expect(review).toBeInstanceOf(ChainDeletedError);
+    expect(fromDomainError(review)?.code).toBe('chain_deleted');
+    expect((await c.store.children(ref)).map((s) => s.sessionId)).toEqual([first.sessionId]);
   });
 
   describe.each(['rotate', 'in_place'] as const)('C7 no-op results never write (%s)', (mode) => {

@@ -13,7 +13,7 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { fromDomainError } from '../../../lib/api/errors.js';
 import { StoreOutcomeUnknownError } from '../../../lib/lineage/errors.js';
 import { asIs } from '../../../lib/lineage/prepare.js';
-import { dynamoClient, makeStore, msg, msgs, newSession } from './support.js';
+import { begin, commitInput, dynamoClient, makeStore, msg, msgs, newSession } from './support.js';
 
 const clients: DynamoDBClient[] = [];
 afterAll(() => clients.forEach((c) => c.destroy()));
@@ -34,7 +34,52 @@ function losingAnswers(match: (input: { TransactItems?: { Delete?: unknown; Put?
   return client;
 }
 
+/**
+ * Issue 22, finding 1: the commit transaction applies but its answer is lost, and the read that
+ * should verify it times out as well (DynamoDB Local SIGSTOPped mid-commit).
+ */
+function stalledAfterCommit(): DynamoDBClient {
+  const client = dynamoClient();
+  clients.push(client);
+  let committed = false;
+  client.middlewareStack.add(
+    (next, context) => async (args) => {
+      if (context.commandName === 'TransactWriteItemsCommand' && !committed) {
+        await next(args);
+        committed = true;
+        throw Object.assign(new Error('Connection timed out after 5000 ms'), { name: 'TimeoutError' });
+      }
+      if (committed && context.commandName === 'GetItemCommand') {
+        throw Object.assign(new Error('Connection timed out after 5000 ms'), { name: 'TimeoutError' });
+      }
+      return next(args);
+    },
+    { step: 'initialize', name: 'adversarialStalledVerification' },
+  );
+  return client;
+}
+
 describe('writes DynamoDB applied without confirming them (I4, A6, F1; found by the adversarial pass)', () => {
+  for (const mode of ['rotate', 'in_place'] as const) {
+    it(`I2 F1: a ${mode} commit applied unconfirmed whose verification read also times out stays 503 outcome_unknown, never "unavailable"`, async () => {
+      const direct = makeStore();
+      const ref = await newSession(direct, msgs(1, 6));
+      const store = makeStore(stalledAfterCommit());
+      const begun = await begin(store, ref);
+      const input = commitInput([msg(100)]);
+      const err = await (mode === 'rotate' ? store.commitRotation(ref, begun, input) : store.commitInPlace(ref, begun, input)).catch(
+        (e: unknown) => e,
+      );
+      // The compaction did go through.
+      if (mode === 'rotate') expect(await direct.children(ref)).toHaveLength(1);
+      else expect((await direct.readAll(ref))[0]).toEqual(msg(100));
+      expect(err).toBeInstanceOf(StoreOutcomeUnknownError);
+      const http = fromDomainError(err);
+      expect(http?.status).toBe(503);
+      expect(http?.code).toBe('outcome_unknown');
+    });
+  }
+
   it('A6/I4: a pop whose transaction applied but was never confirmed is not answered "nothing applied" (503 unavailable)', async () => {
     const direct = makeStore();
     const ref = await newSession(direct, msgs(1, 5));

@@ -1,0 +1,92 @@
+// Per-tenant limits (issue 22 finding 5): one tenant's flood must not slow another's requests.
+// rate-limiter-flexible counts on the Redis nodes the lease already uses; each tenant's counters
+// live on one node, picked by a hash of the tenant id, so the tenants spread over the nodes and a
+// counter is one round trip. Two limits: requests per second (every route) and compressions per
+// minute (POST .../compress, on top of the first).
+//
+// The limiter never decides correctness, so when its node is down, stalled or answers an error the
+// request goes through (fail open): reads and appends never depend on Redis, and a compress still
+// meets its own lease rule (C2: no quorum, 503 lease_unavailable).
+import { createHash } from 'node:crypto';
+import type { Redis } from 'ioredis';
+import { RateLimiterRedis, RateLimiterRes, RLWrapperTimeouts, type RateLimiterAbstract } from 'rate-limiter-flexible';
+import type { Logger } from '../logger.js';
+import { HttpError } from './errors.js';
+
+export type LimitKind = 'request' | 'compress';
+
+export interface TenantLimitSettings {
+  /** Requests per second per tenant, every route; 0 turns the limit off. */
+  requestsPerSecond: number;
+  /** Compress requests per minute per tenant; 0 turns the limit off. */
+  compressionsPerMinute: number;
+  /** A counter that has not answered in this long lets the request through. */
+  timeoutMs?: number;
+}
+
+/** What the HTTP app asks before running a route; throws a 429 HttpError when over a limit. */
+export interface TenantLimiter {
+  check(tenantId: string, kinds: readonly LimitKind[]): Promise<void>;
+}
+
+export const DEFAULT_LIMIT_TIMEOUT_MS = 150;
+
+export function rateLimited(kind: LimitKind, msBeforeNext: number): HttpError {
+  const seconds = Math.max(1, Math.ceil(msBeforeNext / 1000));
+  const what = kind === 'compress' ? 'compressions per minute' : 'requests per second';
+  return new HttpError(
+    429,
+    'rate_limited',
+    `this tenant is over its ${what}; retry after ${seconds} s`,
+    {},
+    { 'retry-after': String(seconds) },
+  );
+}
+
+export class RedisTenantLimiter implements TenantLimiter {
+  readonly #limiters: Record<LimitKind, RateLimiterAbstract[] | undefined>;
+  readonly #log: Logger | undefined;
+  /** Checks that let a request through because a counter could not answer (fail open). */
+  failedOpen = 0;
+
+  constructor(clients: readonly Redis[], settings: TenantLimitSettings, log?: Logger) {
+    if (clients.length === 0) throw new Error('RedisTenantLimiter needs at least one Redis client');
+    const timeoutMs = settings.timeoutMs ?? DEFAULT_LIMIT_TIMEOUT_MS;
+    const make = (keyPrefix: string, points: number, duration: number) =>
+      points <= 0
+        ? undefined
+        : clients.map(
+            (storeClient) =>
+              new RLWrapperTimeouts({
+                limiter: new RateLimiterRedis({ storeClient, keyPrefix, points, duration, rejectIfRedisNotReady: true }),
+                timeoutMs,
+              }),
+          );
+    this.#limiters = {
+      request: make('limit:rps', settings.requestsPerSecond, 1),
+      compress: make('limit:cpm', settings.compressionsPerMinute, 60),
+    };
+    this.#log = log;
+  }
+
+  async check(tenantId: string, kinds: readonly LimitKind[]): Promise<void> {
+    const node = nodeOf(tenantId, this.#limiters.request?.length ?? this.#limiters.compress?.length ?? 1);
+    // In order: a request refused per second never spends a compression.
+    for (const kind of kinds) {
+      const limiter = this.#limiters[kind]?.[node];
+      if (!limiter) continue;
+      try {
+        await limiter.consume(tenantId);
+      } catch (err) {
+        if (err instanceof RateLimiterRes) throw rateLimited(kind, err.msBeforeNext);
+        this.failedOpen++;
+        this.#log?.warn('tenant limit unavailable; request let through', { tenantId, kind, node, error: String(err) });
+      }
+    }
+  }
+}
+
+/** The node that counts a tenant's requests: stable across containers, spread across tenants. */
+export function nodeOf(tenantId: string, nodes: number): number {
+  return createHash('sha256').update(tenantId).digest().readUInt32BE(0) % nodes;
+}
