@@ -211,8 +211,8 @@ describe('a newer attempt begins mid-commit (L6)', () => {
     );
   }
 
-  /** Compacted items too many for one transaction, so the commit writes them before its flip. */
-  const many = Array.from({ length: 120 }, (_, k): Item => ({ role: 'assistant', content: `kept ${k}` }));
+  /** Compacted items too big for one transaction (4.2 MB), so the commit writes them before its flip. */
+  const many = Array.from({ length: 14 }, (_, k): Item => ({ role: 'assistant', content: `kept ${k} ${'k'.repeat(300_000)}` }));
 
   it('L6/C10: rotation after its child items were written is refused; the pending child items are deleted', async () => {
     const client = faultyClient();
