@@ -54,18 +54,45 @@ function assertJsonUtf8(type: string | undefined): void {
   }
 }
 
-/** Iterative, so a hostile body cannot overflow the stack while we look. */
+/** Where a value sits: its parent's place and its key (the path is spelled out only for an error). */
+interface Place {
+  parent: Place | undefined;
+  key: string | number;
+}
+
+function pathOfPlace(place: Place | undefined): string {
+  const keys: (string | number)[] = [];
+  for (let p = place; p; p = p.parent) keys.push(p.key);
+  let path = '';
+  for (const k of keys.reverse()) path = typeof k === 'number' ? `${path}[${k}]` : childPath(path, k);
+  return path;
+}
+
+/**
+ * Iterative, so a hostile body cannot overflow the stack while we look; linear in the body
+ * (A7: a 5 MB body of small values is checked without building a path per value).
+ */
 function assertDepth(value: unknown): void {
-  const stack: [unknown, number, string][] = [[value, 0, '']];
+  const stack: [unknown, number, Place | undefined][] = [[value, 0, undefined]];
   while (stack.length > 0) {
-    const [v, depth, path] = stack.pop()!;
+    const [v, depth, place] = stack.pop()!;
     if (typeof v !== 'object' || v === null) continue;
     if (depth >= MAX_JSON_DEPTH) {
-      const field = path || 'body';
+      const field = pathOfPlace(place) || 'body';
       throw new HttpError(400, 'invalid_request', `${field}: nested deeper than ${MAX_JSON_DEPTH} levels`, { field });
     }
-    if (Array.isArray(v)) v.forEach((x, i) => stack.push([x, depth + 1, `${path}[${i}]`]));
-    else for (const [k, x] of Object.entries(v)) stack.push([x, depth + 1, childPath(path, k)]);
+    if (Array.isArray(v)) {
+      for (let i = 0; i < v.length; i++) {
+        const x: unknown = v[i];
+        if (typeof x === 'object' && x !== null) stack.push([x, depth + 1, { parent: place, key: i }]);
+      }
+    } else {
+      for (const k in v) {
+        if (!Object.hasOwn(v, k)) continue;
+        const x = (v as Record<string, unknown>)[k];
+        if (typeof x === 'object' && x !== null) stack.push([x, depth + 1, { parent: place, key: k }]);
+      }
+    }
   }
 }
 
@@ -87,9 +114,15 @@ function assertExactNumbers(text: string, value: unknown): void {
   }
 }
 
+/** Integers of up to 15 digits are always exact (a double carries 15-17). */
+const SHORT_INTEGER = /^-?\d{1,15}$/;
+
 /** The literal's decimal value survives a round trip through a double. */
 export function isExact(literal: string): boolean {
+  if (SHORT_INTEGER.test(literal)) return true;
   const n = Number(literal);
+  // The common case, decided without decimal arithmetic: the shortest spelling of the double is the literal.
+  if (String(n) === literal) return true;
   if (!Number.isFinite(n)) return false;
   return sameDecimal(decimal(literal), decimal(String(n)));
 }
