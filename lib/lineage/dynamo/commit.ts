@@ -34,15 +34,12 @@ import { metaKey, rotationShardOf, sessionPk } from './keys.js';
 import { liveTipOf } from './links.js';
 import { versionCondition } from './sessions.js';
 import { isConditionFailure } from './retry.js';
-import { conditionFailedAt, itemOf, oldImageOf, withoutUndefined, type Table, type TransactItem } from './table.js';
+import { conditionFailedAt, itemOf, oldImageOf, TRANSACTION_ENTRIES, withoutUndefined, type Table, type TransactItem } from './table.js';
 
 /** Rounds before a commit gives up as retryable; the seal makes the third one final in practice. */
 const MAX_COMMIT_ROUNDS = 6;
 /** How long a seal holds appends back at most (it is lifted by the commit, milliseconds later). */
 export const SEAL_MS = 3_000;
-/** DynamoDB's transaction limits: 100 entries, 4 MB (less headroom for the record updates). */
-const TX_MAX_ENTRIES = 100;
-const TX_MAX_BYTES = 3_900_000;
 
 /** What differs between a rotation and an in-place commit. */
 interface Strategy<R> {
@@ -51,7 +48,7 @@ interface Strategy<R> {
   targetPk: string;
   targetGeneration: number;
   /** Transaction entries besides the items: [0] is always the session record's update. */
-  entries(meta: MetaItem, count: number, tokens: number, at: string): TransactItem[];
+  entries(meta: MetaItem, count: number, tokens: number, at: string, rows: number): TransactItem[];
   /** The old image shows this very commit (a response lost after it went through). */
   isOurs(meta: MetaItem): boolean;
   /** A rotation's refusal of an already-rotated parent is RotationLostError; in place it is "ended". */
@@ -74,7 +71,7 @@ export class Commits {
     const childPk = sessionPk(childRef);
     const rootId = session.rootSessionId ?? session.sessionId;
     let withRoot = rootId !== session.sessionId;
-    const childOf = (meta: MetaItem, count: number, tokens: number, at: string): MetaItem => ({
+    const childOf = (meta: MetaItem, count: number, tokens: number, at: string, rows?: number): MetaItem => ({
       ...metaKey(childRef),
       ...childRef,
       format: meta.format ?? 'chat',
@@ -91,6 +88,7 @@ export class Commits {
       messageCount: count,
       lastSeq: count,
       tokenEstimate: tokens,
+      rows,
       lastActivity: { label: input.activityLabel, at },
       version: 1,
     });
@@ -98,8 +96,8 @@ export class Commits {
       what: 'commit rotation',
       targetPk: childPk,
       targetGeneration: 0,
-      entries: (meta, count, tokens, at) => {
-        const child = childOf(meta, count, tokens, at);
+      entries: (meta, count, tokens, at, rows) => {
+        const child = childOf(meta, count, tokens, at, rows);
         const entries = [
           this.table.metaUpdate(
             ref,
@@ -171,18 +169,19 @@ export class Commits {
       what: 'commit in place',
       targetPk: pk,
       targetGeneration: generation,
-      entries: (meta, count, tokens, at) => [
+      entries: (meta, count, tokens, at, rows) => [
         this.table.metaUpdate(
           ref,
           {
             update:
-              'SET #generation = :gen, #lastSeq = :count, #messageCount = :count, #tokenEstimate = :tok, #lastActivity = :mark ' +
+              'SET #generation = :gen, #lastSeq = :count, #messageCount = :count, #tokenEstimate = :tok, #rows = :rows, #lastActivity = :mark ' +
               `ADD #version :one REMOVE ${ATTEMPT_ATTRS}`,
             condition: commitCondition(meta),
           },
           {
             ':gen': generation,
             ':count': count,
+            ':rows': rows,
             ':tok': tokens,
             ':mark': { label: input.activityLabel, at },
             ...commitValues(meta, attempt),
@@ -244,8 +243,8 @@ export class Commits {
         const rows = rowItems(s.targetPk, s.targetGeneration, 1, packRows(encoded));
         const stored = [...rows.heads, ...rows.parts];
         const tokens = encoded.reduce((sum, m) => sum + m.tokens, 0);
-        const fixed = s.entries(meta, encoded.length, tokens, at);
-        const inline = fixed.length + stored.length <= TX_MAX_ENTRIES && rows.bytes <= TX_MAX_BYTES;
+        const fixed = s.entries(meta, encoded.length, tokens, at, stored.length);
+        const inline = fixed.length + stored.length <= TRANSACTION_ENTRIES && rows.bytes <= this.table.transactionBytes;
         if (!inline) {
           // Too big for one transaction: the rows go first, under keys nobody reads until the flip.
           // A longer tail can move a row's key: rows of an earlier round that are not rewritten go.

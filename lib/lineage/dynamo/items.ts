@@ -64,6 +64,11 @@ export interface MetaItem {
   leaseExpiresAt?: number;
   seal?: Seal;
   turn?: AppendTurn;
+  /**
+   * Rows (heads and inline parts) of the active generation: reads size their Query's Limit by it
+   * (rows.ts). Absent on records older than packed rows, whose rows hold one item each.
+   */
+  rows?: number;
   /** Optimistic-concurrency counter: appends, pops, begins, commits and deletes bump it. */
   version: number;
   /** Sparse GSI childrenByParent: the parent's pk, only on children. */
@@ -100,6 +105,12 @@ export function withDefaults(stored: StoredMeta): MetaItem {
 export function metadataOf(item: Pick<MetaItem, 'metadataJson' | 'metadata'>): Record<string, unknown> | undefined {
   if (item.metadataJson !== undefined) return JSON.parse(item.metadataJson) as Record<string, unknown>;
   return item.metadata;
+}
+
+/** Rows a read of `items` items of this session should ask DynamoDB for (one extra for a row boundary). */
+export function rowLimit(meta: Pick<MetaItem, 'rows' | 'messageCount'>, items: number): number {
+  const perItem = meta.rows !== undefined && meta.messageCount > 0 ? Math.max(meta.rows, 1) / meta.messageCount : 1;
+  return Math.ceil(items * perItem) + 1;
 }
 
 export function toSessionRecord(item: MetaItem): SessionRecord {

@@ -1,7 +1,8 @@
 // Table keys. Every session key carries its tenant, so the same sessionId under two tenants
 // names two different sessions (SPEC F2). Layout under one session's pk:
 //   META                      the session record
-//   MSG#<generation>#<seq>    one item each (zero-padded: sort order is (generation, seq) order)
+//   MSG#<generation>#<lastSeq>  a row of items ending at lastSeq, and its parts (rows.ts; zero-padded:
+//                             sort order is (generation, seq) order)
 //   IDEM#<sha256(key)>        an append's Idempotency-Key record (A3)
 //   TASK#<kind>#<generation>  deferred storage work (archive, purge) the sweep finds in attemptsByExpiry
 //   TASK#parts#<write id>     chunks an append wrote ahead of its commit, removed unless the commit lands

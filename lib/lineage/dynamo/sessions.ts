@@ -29,7 +29,7 @@ import type {
   StoredResponse,
 } from '../types.js';
 import { IDEMPOTENCY_CONDITION, idempotencyRecord, liveRecord, replay, type IdempotencyRecord } from './idempotency.js';
-import { toSessionRecord, type MetaItem } from './items.js';
+import { rowLimit, toSessionRecord, type MetaItem } from './items.js';
 import { appendIdempotencyKey, attemptShardOf, createIdempotencyKey, metaKey, partsTaskSk, sessionPk, taskSk } from './keys.js';
 import { runPartsTask } from './parts.js';
 import { encodeItems, packRows, rowItems, type Encoded, type RowRef } from './rows.js';
@@ -37,7 +37,7 @@ import { updateExpression } from './expression.js';
 import { claimTurn, foreignTurnWait, holdsTurn, NO_FOREIGN_TURN, TURN_AFTER_LOSSES } from './append-turn.js';
 import { assertLive } from './links.js';
 import { backoffDelay, sleep } from './retry.js';
-import { conditionFailedAt, itemOf, oldImageOf, oldItemOf, type Table, type TransactItem } from './table.js';
+import { conditionFailedAt, itemOf, oldImageOf, oldItemOf, TRANSACTION_ENTRIES, type Table, type TransactItem } from './table.js';
 
 /** Version races a pop retries before giving up as retryable (each retry is one round trip). */
 const MAX_WRITE_ROUNDS = 40;
@@ -47,9 +47,6 @@ const MAX_WRITE_ROUNDS = 40;
  * written at all (DynamoDB refusing or stalling) within one request's time.
  */
 const APPEND_DEADLINE_MS = 15_000;
-/** DynamoDB's transaction limits: 100 entries, 4 MB (less room for the record update and the key's record). */
-const TX_MAX_ENTRIES = 100;
-const TX_MAX_BYTES = 3_900_000;
 /**
  * How long chunks written ahead of a commit wait before the sweep may remove them: past the
  * longest Lambda invocation (15 min), so only chunks whose writer is gone are removed.
@@ -57,8 +54,10 @@ const TX_MAX_BYTES = 3_900_000;
 const PARTS_GRACE_MS = 30 * 60_000;
 
 /** Whether an append's rows, the record update and the key's record fit one transaction. */
-function fitsOneTransaction(rows: { heads: unknown[]; parts: unknown[]; bytes: number }, withKey: boolean): boolean {
-  return 2 + rows.heads.length + rows.parts.length <= TX_MAX_ENTRIES && rows.bytes + (withKey ? 20_000 : 2_000) <= TX_MAX_BYTES;
+function fitsOneTransaction(table: Table, rows: { heads: unknown[]; parts: unknown[]; bytes: number }, withKey: boolean): boolean {
+  return (
+    2 + rows.heads.length + rows.parts.length <= TRANSACTION_ENTRIES && rows.bytes + (withKey ? 20_000 : 2_000) <= table.transactionBytes
+  );
 }
 
 /** An append that meets an attempt's seal polls this often until it lifts (it lasts milliseconds). */
@@ -191,12 +190,12 @@ export class Sessions {
       // Encoded, measured and packed once: a lost race moves only the rows' keys, never their content.
       groups ??= packRows(encodeItems(prepared.items, prepared.tokenEstimates));
       let rows = rowItems(pk, meta.generation, meta.lastSeq + 1, groups);
-      if (!fitsOneTransaction(rows, idem !== undefined)) {
+      if (!fitsOneTransaction(this.table, rows, idem !== undefined)) {
         // A7 beyond one transaction: the chunks go first under a write id nobody reads, then one
         // conditional transaction makes them visible (rows.ts, README "Storage layout").
         ahead.w ??= await this.writeParts(pk, groups);
         rows = rowItems(pk, meta.generation, meta.lastSeq + 1, groups, ahead.w);
-        if (rows.heads.length + 3 > TX_MAX_ENTRIES) throw new ItemTooLargeError(-1, rows.bytes, MAX_APPEND_BYTES);
+        if (rows.heads.length + 3 > TRANSACTION_ENTRIES) throw new ItemTooLargeError(-1, rows.bytes, MAX_APPEND_BYTES);
       }
       const after: MetaItem = {
         ...meta,
@@ -212,12 +211,13 @@ export class Sessions {
         this.table.metaUpdate(
           ref,
           {
-            update: `SET #lastSeq = :last ADD #messageCount :n, #tokenEstimate :tok, #version :one${mine ? ' REMOVE #turn' : ''}`,
+            update: `SET #lastSeq = :last ADD #messageCount :n, #tokenEstimate :tok, #rows :rows, #version :one${mine ? ' REMOVE #turn' : ''}`,
             condition: `${WRITABLE} AND ${UNSEALED} AND ${NO_FOREIGN_TURN} AND ${versionCondition(meta)}`,
           },
           {
             ':last': after.lastSeq,
             ':n': n,
+            ':rows': rows.heads.length + (ahead.w ? 0 : rows.parts.length),
             ':tok': tokens,
             ':one': 1,
             ':now': this.table.now(),
@@ -326,6 +326,7 @@ export class Sessions {
     const { items, more } = await this.table.queryRange(sessionPk(ref), meta.generation, (page.from?.afterSeq ?? 0) + 1, meta.lastSeq, {
       limit: page.limit,
       maxBytes: page.maxBytes,
+      rowLimit: (n) => rowLimit(meta, n),
     });
     const last = items.at(-1);
     // Past lastSeq nothing is visible (a failed commit's leftovers), so a page ending there is the last.
@@ -339,6 +340,7 @@ export class Sessions {
       limit,
       maxBytes,
       newestFirst: true,
+      rowLimit: (n) => rowLimit(meta, n),
     });
     // Short of `limit` with more left means the size bound cut it, not the start of the session.
     return { session: toSessionRecord(meta), items: items.reverse().map(itemOf), truncated: more && items.length < limit };
@@ -359,6 +361,8 @@ export class Sessions {
       // A6: an in-flight attempt that already read this item must not commit it back.
       const stale = meta.attempt !== undefined && last.seq <= (meta.attempt.watermark ?? 0);
       const tokens = last.tokens;
+      // A row that goes takes its inline parts along (records older than packing count no rows).
+      const rowsGone = meta.rows !== undefined && last.row.count <= 1 ? 1 + last.row.partKeys.length : 0;
       const after: MetaItem = {
         ...meta,
         messageCount: meta.messageCount - 1,
@@ -370,13 +374,14 @@ export class Sessions {
           this.table.metaUpdate(
             ref,
             {
-              update: `ADD #messageCount :minus, #tokenEstimate :tok, #version :one${stale ? ' SET #attempt.#stale = :true' : ''}`,
+              update: `ADD #messageCount :minus, #tokenEstimate :tok, #version :one${rowsGone ? ', #rows :rowsGone' : ''}${stale ? ' SET #attempt.#stale = :true' : ''}`,
               // Marking needs the attempt still there: ending one (Attempts.clear) does not move the
               // version, and SET on a removed map's member is refused outright (a 500, not a retry).
               condition: `${WRITABLE} AND ${UNSEALED} AND ${versionCondition(meta)}${stale ? ' AND #attempt.#attemptId = :aid' : ''}`,
             },
             {
               ':minus': -1,
+              ':rowsGone': -rowsGone,
               ':tok': -tokens,
               ':one': 1,
               ':true': true,

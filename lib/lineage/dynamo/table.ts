@@ -27,6 +27,9 @@ import { cancellationCodes, DEFAULT_RETRY, isConditionFailure, mayHaveApplied, w
 
 export type TransactItem = NonNullable<TransactWriteCommandInput['TransactItems']>[number];
 export type Key = { pk: string; sk: string };
+/** DynamoDB's transaction limits: 100 entries, 4 MB (less room for the record updates and keys). */
+export const TRANSACTION_ENTRIES = 100;
+export const TRANSACTION_BYTES = 3_900_000;
 /** BatchGetItem's limit of keys per call. */
 const BATCH_GET_PAGE = 100;
 
@@ -39,6 +42,11 @@ export interface TableOptions {
   /** Shards of the sparse attemptsByExpiry / rotationsByTime indexes (raise only; see keys.ts). */
   attemptShards?: number;
   rotationShards?: number;
+  /**
+   * Bytes one transaction may carry before an append or a commit writes its rows first (default
+   * 3.9 MB, under DynamoDB's 4 MB). Tests lower it to take that path without writing megabytes.
+   */
+  transactionBytes?: number;
   /** Problems that do not change an outcome (a background archive failed, cleanup left work for the sweep). */
   onWarning?: (warning: string) => void;
 }
@@ -51,6 +59,7 @@ export class Table {
   readonly attemptShards: number;
   readonly rotationShards: number;
   readonly warn: (w: string) => void;
+  readonly transactionBytes: number;
 
   constructor(opts: TableOptions) {
     // Items are stripped of undefined values by the callers rather than through translateConfig:
@@ -63,6 +72,7 @@ export class Table {
     this.attemptShards = opts.attemptShards ?? DEFAULT_ATTEMPT_SHARDS;
     this.rotationShards = opts.rotationShards ?? DEFAULT_ROTATION_SHARDS;
     this.warn = opts.onWarning ?? (() => undefined);
+    this.transactionBytes = opts.transactionBytes ?? TRANSACTION_BYTES;
   }
 
   send<T>(what: string, op: () => Promise<T>): Promise<T> {
@@ -172,7 +182,7 @@ export class Table {
     generation: number,
     from: number,
     to: number,
-    opts: { limit?: number; maxBytes?: number; newestFirst?: boolean } = {},
+    opts: { limit?: number; maxBytes?: number; newestFirst?: boolean; rowLimit?: (items: number) => number } = {},
   ): Promise<{ items: StoredItem[]; more: boolean }> {
     if (to < from) return { items: [], more: false };
     const items: StoredItem[] = [];
@@ -199,7 +209,9 @@ export class Table {
       return undefined;
     };
     do {
-      const want = opts.limit === undefined ? undefined : Math.max(1, opts.limit - items.length);
+      // Rows to ask for: packed rows hold many items, so the item count alone would over-read.
+      const left = opts.limit === undefined ? undefined : Math.max(1, opts.limit - items.length);
+      const want = left === undefined ? undefined : (opts.rowLimit?.(left) ?? left);
       const out = await this.send('read items', () =>
         this.doc.send(
           new QueryCommand({

@@ -211,12 +211,13 @@ describe('a newer attempt begins mid-commit (L6)', () => {
     );
   }
 
-  /** Compacted items too big for one transaction (4.2 MB), so the commit writes them before its flip. */
-  const many = Array.from({ length: 14 }, (_, k): Item => ({ role: 'assistant', content: `kept ${k} ${'k'.repeat(300_000)}` }));
+  /** Compacted items more than these stores' transactions carry, so the commit writes them before its flip. */
+  const many = Array.from({ length: 120 }, (_, k): Item => ({ role: 'assistant', content: `kept ${k}` }));
+  const smallTransactions = { transactionBytes: 2_000 };
 
   it('L6/C10: rotation after its child items were written is refused; the pending child items are deleted', async () => {
     const client = faultyClient();
-    const store = makeStore(client);
+    const store = makeStore(client, smallTransactions);
     const other = makeStore();
     const ref = await newSession(store, msgs(1, 4));
     const a = await begin(store, ref, 'A', -1);
@@ -233,7 +234,7 @@ describe('a newer attempt begins mid-commit (L6)', () => {
 
   it('L6/C11: an in-place flip after its new generation was written is refused; the new generation is deleted', async () => {
     const client = faultyClient();
-    const store = makeStore(client);
+    const store = makeStore(client, smallTransactions);
     const other = makeStore();
     const ref = await newSession(store, msgs(1, 4));
     const a = await begin(store, ref, 'A', -1);
@@ -246,7 +247,7 @@ describe('a newer attempt begins mid-commit (L6)', () => {
 
   it("I4: an append landing before a pre-written rotation's transaction is carried into the child", async () => {
     const client = faultyClient();
-    const store = makeStore(client);
+    const store = makeStore(client, smallTransactions);
     const other = makeStore();
     const ref = await newSession(store, msgs(1, 4));
     const a = await begin(store, ref);
@@ -259,7 +260,7 @@ describe('a newer attempt begins mid-commit (L6)', () => {
 
   it('S3/C10: the sweep cleaning the attempt between its item writes and its transaction makes the commit fail cleanly', async () => {
     const client = faultyClient();
-    const store = makeStore(client);
+    const store = makeStore(client, smallTransactions);
     const sweeper = makeStore();
     const ref = await newSession(store, msgs(1, 4));
     const a = await begin(store, ref);
