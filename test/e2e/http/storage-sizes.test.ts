@@ -91,7 +91,7 @@ describe('A7 over HTTP', () => {
     expect(all).toHaveLength(1000 + n);
     const start = all.findIndex((it) => it.content === 'bulk 0');
     expect(all.slice(start, start + 1000)).toEqual(bulk);
-    expect(all.filter((it) => String(it.content).startsWith('single')).map((it) => it.content)).toEqual(
+    expect(all.filter((it) => typeof it.content === 'string' && it.content.startsWith('single')).map((it) => it.content)).toEqual(
       Array.from({ length: n }, (_, i) => `single ${i}`),
     );
   });
