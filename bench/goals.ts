@@ -30,6 +30,13 @@ export function goalsOf(r: BenchResults): GoalRow[] {
       goals.push(atMost('P3-inplace-trips-1000-vs-10', Math.round((large.dynamoSteps / small.dynamoSteps) * 100) / 100, 1, 'x'));
   }
   if (r.loser) goals.push(atMost('P2-loser-ratio', r.loser.ratioP50, 2, 'x'));
+  // A7 (issue 19): packed rows write no more than one row per item did, and tail=20 reads no more.
+  const small = r.storage?.find((s) => s.measure.startsWith('append of 10 items'));
+  if (small?.oldLayout)
+    goals.push(atMost('A7-append-10x200B-wcu-vs-one-row-per-item', Math.round((small.newLayout / small.oldLayout) * 100) / 100, 1, 'x'));
+  const tail = r.storage?.find((s) => s.measure.startsWith('tail=20'));
+  if (tail?.oldLayout)
+    goals.push(atMost('A7-tail20-rcu-vs-one-row-per-item', Math.round((tail.newLayout / tail.oldLayout) * 100) / 100, 1, 'x'));
   if (r.bundles?.length) goals.push(...bundleGoals(r.bundles));
   const run = r.tokens?.filter((t) => t.kind === 'single run (random letters)');
   const widest = run?.at(-1);

@@ -1,5 +1,6 @@
 // Renders bench results as a plain-text table and as bench/README.md (with the last chaos counts).
 import type { JsonBodyBenchResult } from './json-body-bench.js';
+import type { StorageRow } from './storage-bench.js';
 import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import type { BundleRow } from './bundle-bench.js';
 import type { CommitBenchResult } from './commit-bench.js';
@@ -32,6 +33,8 @@ export interface BenchResults {
   jsonBody?: JsonBodyBenchResult;
   /** The client's minified bundle (lib/client, without the Agents SDK). */
   clientBundle?: GoalRow;
+  /** A7: capacity of the packed-row layout next to the one-row-per-item layout (bench/storage-bench.ts). */
+  storage?: StorageRow[];
   /** SPEC P1-P4 and the issues' targets, from this run. */
   goals?: GoalRow[];
 }
@@ -81,6 +84,20 @@ export function sections(r: BenchResults): string[] {
         table(
           ['mode', 'items', 'sequential DynamoDB calls', 'Redis rounds on the path', 'phases'],
           r.commit.trips.map((t) => [t.mode, t.items, t.dynamoSteps, t.redisRounds, t.detail.join(' → ')]),
+        ),
+    );
+  }
+  if (r.storage) {
+    out.push(
+      `### Storage layout (SPEC A7): capacity per operation, old one-row-per-item layout vs packed rows, same run\n\n` +
+        table(
+          ['operation', 'one row per item', 'packed rows', 'DynamoDB calls (packed)'],
+          r.storage.map((s) => [
+            s.measure,
+            s.oldLayout === null ? 'refused (over 400 KB)' : `${s.oldLayout} ${s.unit}`,
+            `${s.newLayout} ${s.unit}`,
+            s.newCalls,
+          ]),
         ),
     );
   }

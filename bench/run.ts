@@ -19,6 +19,7 @@ import { benchLease } from './lease-bench.js';
 import { benchQuorumLoss } from './quorum-bench.js';
 import { writeReadme, summaryTable, type BenchResults } from './report.js';
 import { benchScale } from './scale-bench.js';
+import { benchStorage } from './storage-bench.js';
 import { benchTokens } from './token-bench.js';
 
 const scale = Number(process.env.BENCH_SCALE ?? 1) || 1;
@@ -73,6 +74,10 @@ try {
       [100, 300, 1000].map((s) => Math.max(10, Math.round(s * Math.min(1, scale)))),
       32,
     );
+  }
+  if (want('storage')) {
+    step('storage layout (A7)');
+    results.storage = await benchStorage(stack);
   }
   if (want('quorum')) {
     step('quorum loss');

@@ -113,7 +113,7 @@ const envSchema = z.object({
   LOCAL_LAMBDA_ENDPOINT: z.optional(anyUrl),
   AFTER_TURN_FUNCTION_NAME: z.optional(z.string()),
   AWS_LAMBDA_FUNCTION_NAME: z.optional(z.string()),
-  MAX_BODY_BYTES: z._default(positiveInt(), 1_048_576),
+  MAX_BODY_BYTES: z._default(positiveInt(), 5_242_880),
   IDEMPOTENCY_TTL_SECONDS: z._default(positiveInt(), 24 * 3600),
   ARCHIVE_RETENTION_SECONDS: z._default(positiveInt(), 7 * 24 * 3600),
   API_KEY_CACHE_TTL_SECONDS: z._default(wholeSeconds(), 60),

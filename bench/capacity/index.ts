@@ -6,7 +6,7 @@ import { cpus, loadavg } from 'node:os';
 import { fileURLToPath } from 'node:url';
 import { stackEnv, type LocalStack } from '../../infra/local/stack.js';
 import { loadConfig } from '../../lib/config.js';
-import { messageItemsFor } from '../../lib/lineage/dynamo/items.js';
+import { encodeItems, packRows, rowItems } from '../../lib/lineage/dynamo/rows.js';
 import { SHARD_QUERY_CONCURRENCY } from '../../lib/lineage/dynamo/keys.js';
 import { FORK_AUDIT_OVERLAP_MS, type SweepResult } from '../../lib/sweep/run-sweep.js';
 import { round } from '../stats.js';
@@ -106,7 +106,7 @@ export async function benchCapacity(opts: CapacityOptions): Promise<CapacityResu
     });
   }
 
-  const typical = messageItemsFor('T#tenant#S#00000000-0000-0000-0000-000000000000', 0, 1, chatItems(1), [100]).stored[0]!;
+  const typical = rowItems('T#tenant#S#00000000-0000-0000-0000-000000000000', 0, 1, packRows(encodeItems(chatItems(1), [100]))).heads[0]!;
   const results: CapacityResults = {
     startedAt: new Date(started).toISOString(),
     node: process.version,

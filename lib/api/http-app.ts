@@ -2,13 +2,14 @@
 // route, read the body, run the route, map every error to `{error: {code, message}}`.
 import type { APIGatewayProxyEventV2, APIGatewayProxyStructuredResultV2 } from 'aws-lambda';
 import type { ApiKeyResolver } from './api-keys.js';
+import { MAX_BODY_BYTES } from '../lineage/limits.js';
 import { fromDomainError, HttpError, invalidField } from './errors.js';
 import { parseJsonBody } from './json-body.js';
 import { matchRoute, type RouteDeps, type RouteResult } from './routes.js';
 import { sessionIdParam } from './schemas.js';
 import type { LimitKind, TenantLimiter } from './tenant-limits.js';
 
-export const DEFAULT_MAX_BODY_BYTES = 1_048_576;
+export const DEFAULT_MAX_BODY_BYTES = MAX_BODY_BYTES;
 
 export interface ApiDeps extends RouteDeps {
   apiKeys: ApiKeyResolver;

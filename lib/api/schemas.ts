@@ -5,7 +5,7 @@
 import * as z from 'zod/mini';
 import en from 'zod/v4/locales/en.js';
 import { ITEM_FORMATS } from '../items/types.js';
-import { DEFAULT_PAGE_ITEMS, MAX_ATOMIC_APPEND_ITEMS, MAX_PAGE_ITEMS } from '../lineage/limits.js';
+import { DEFAULT_PAGE_ITEMS, MAX_PAGE_ITEMS } from '../lineage/limits.js';
 import { childPath } from './json-body.js';
 import { HttpError, invalidField } from './errors.js';
 
@@ -15,9 +15,6 @@ z.config(en());
 export const SESSION_ID_PATTERN = /^[A-Za-z0-9][A-Za-z0-9_-]{0,127}$/;
 
 export const sessionIdParam = z.string().check(z.regex(SESSION_ID_PATTERN, 'must be 1-128 letters, digits, "_" or "-"'));
-
-/** One append is one store transaction, so it lands whole or not at all (a retry can never half-duplicate it). */
-export const MAX_MESSAGES_PER_APPEND = MAX_ATOMIC_APPEND_ITEMS;
 
 /** What metadata may hold (issue 11): it is kept as JSON text, so these are the only limits. */
 export const METADATA_MAX_BYTES = 16_384;
@@ -35,7 +32,8 @@ export const createSessionBody = z.strictObject({
 });
 
 export const appendBody = z.strictObject({
-  messages: z.array(z.unknown()).check(z.minLength(1), z.maxLength(MAX_MESSAGES_PER_APPEND)),
+  // Any count: one append lands whole or not at all (A7); the body limit bounds it.
+  messages: z.array(z.unknown()).check(z.minLength(1)),
   expectedCount: z.optional(z.number().check(z.int(), z.minimum(0))),
 });
 

@@ -53,7 +53,7 @@ export interface paths {
         /** A page of the active items in order (limit/cursor), or the latest N (tail) */
         get: operations["listMessages"];
         put?: never;
-        /** Append 1-98 items in one transaction (never blocked by a compaction in progress) */
+        /** Append any number of items (a body up to 5 MB) atomically: all land contiguously and in order, or none do (never blocked by a compaction in progress) */
         post: operations["appendMessages"];
         delete?: never;
         options?: never;
@@ -330,7 +330,7 @@ export interface components {
                 "application/json": components["schemas"]["Error"];
             };
         };
-        /** @description Request body over the limit (1 MiB), or an item over 380 KB stored */
+        /** @description Request body over the limit (5 MB: 5,242,880 bytes), or an item over 4,000,000 bytes of JSON (the message names messages[i]) */
         TooLarge: {
             headers: {
                 [name: string]: unknown;

@@ -1,11 +1,11 @@
 // Limits every store implementation keeps (they come from DynamoDB's and API Gateway's, which are the tightest).
 
-/** Items one append holds: one transaction of at most 100 items, less the session record update. */
-export const MAX_ATOMIC_APPEND_ITEMS = 98;
-/** One stored item (the item's JSON and its keys) stays under DynamoDB's 400 KB item limit with headroom for TTL. */
-export const MAX_ITEM_BYTES = 380_000;
-/** One append transaction: DynamoDB's 4 MB transaction limit less headroom for keys and the session record. */
-export const MAX_APPEND_BYTES = 3_800_000;
+/** One item's JSON (A7): a large item spans several rows (lib/lineage/dynamo/rows.ts). */
+export const MAX_ITEM_BYTES = 4_000_000;
+/** One append's stored rows (A7): a 5 MB request body of items, with room for their index. */
+export const MAX_APPEND_BYTES = 6_000_000;
+/** A request body (A7): 5 MB, under API Gateway's 10 MB and Lambda's 6 MB payload limits. */
+export const MAX_BODY_BYTES = 5_242_880;
 /** Items in one page (A5). */
 export const MAX_PAGE_ITEMS = 1000;
 export const DEFAULT_PAGE_ITEMS = 500;

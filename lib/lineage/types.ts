@@ -181,9 +181,12 @@ export interface ExpiredAttempt {
 /** Deferred storage work (archive a replaced generation, purge a deleted session), done by the sweep if not sooner. */
 export interface StoreTask {
   ref: SessionRef;
-  kind: 'archive' | 'purge';
+  /** parts: chunks an append wrote ahead of a commit that never landed (or whose row a pop removed). */
+  kind: 'archive' | 'purge' | 'parts';
   generation: number;
   dueAt: number;
+  /** parts: the write id (and row) whose chunks go. */
+  scope?: string;
 }
 
 export interface ForkReport {

@@ -108,7 +108,7 @@ export async function runSweep(deps: SweepDeps): Promise<SweepResult> {
 }
 
 function taskId(t: StoreTask): string {
-  return `${t.ref.tenantId}/${t.ref.sessionId}/${t.kind}/${t.generation}`;
+  return `${t.ref.tenantId}/${t.ref.sessionId}/${t.kind}/${t.scope ?? t.generation}`;
 }
 
 async function leaseHeldSafely(check: (ref: SessionRef) => Promise<boolean>, ref: SessionRef): Promise<boolean> {

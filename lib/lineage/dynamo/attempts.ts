@@ -11,7 +11,9 @@ import type { Item } from '../../items/types.js';
 import type { SessionRef } from '../../session-ref.js';
 import { AttemptInFlightError } from '../errors.js';
 import type { AttemptRecord, BeginAttemptInput, BegunAttempt, ExpiredAttempt, StoreTask, SweepPage } from '../types.js';
-import { toSessionRecord, withDefaults, type MessageItem, type MetaItem, type StoredAttempt, type StoredMeta } from './items.js';
+import { toSessionRecord, withDefaults, type MetaItem, type StoredAttempt, type StoredMeta } from './items.js';
+import { runPartsTask } from './parts.js';
+import { isHeadSk, PART_PREFIX, remotePartPrefix, type RawRow } from './rows.js';
 import {
   allShards,
   ATTEMPTS_INDEX,
@@ -191,19 +193,24 @@ export class Attempts {
    */
   async runTask(task: StoreTask, retentionSeconds: number): Promise<number> {
     const pk = sessionPk(task.ref);
+    // Chunks written ahead of a commit: their own task item goes first (parts.ts).
+    if (task.kind === 'parts') return task.scope ? runPartsTask(this.table, pk, task.scope) : 0;
     let touched = 0;
     if (task.kind === 'archive') {
       const meta = await this.table.getMeta(task.ref);
       // Never put a TTL on the live generation (a task for it can only be a bug or a stale replay).
       if (meta && meta.generation !== task.generation) {
-        const { items } = await this.table.queryRange(pk, task.generation, 0, Number.MAX_SAFE_INTEGER);
+        const rows = await this.table.queryPrefix<RawRow>(pk, generationPrefix(task.generation));
+        const remote = await Promise.all(
+          rows.filter((r) => r.w !== undefined).map((r) => this.table.queryPrefix<RawRow>(pk, remotePartPrefix(r.w!, r.h ?? 0))),
+        );
         const expiresAt = Math.floor(this.table.now() / 1000) + retentionSeconds;
-        await this.table.putAll(items.map((it: MessageItem) => ({ ...it, expiresAt })));
-        touched = items.length;
+        await this.table.putAll([...rows, ...remote.flat()].map((r) => ({ ...r, expiresAt })));
+        touched = rows.reduce((n, r) => n + (isHeadSk(r.sk) ? (r.body !== undefined ? 1 : (r.idx ?? '').split(',').length) : 0), 0);
       }
     } else {
       const record = await this.table.getItem<{ pendingChildId?: string }>({ pk, sk: taskSk('purge', 0) });
-      const keys: Key[] = [...(await this.table.keysWithPrefix(pk, MSG_PREFIX)), ...(await this.table.keysWithPrefix(pk, IDEM_PREFIX))];
+      const keys: Key[] = (await Promise.all([MSG_PREFIX, IDEM_PREFIX, PART_PREFIX].map((p) => this.table.keysWithPrefix(pk, p)))).flat();
       await this.table.deleteAll(keys);
       touched = keys.length + (record?.pendingChildId ? await this.removePendingChild(task.ref, record.pendingChildId) : 0);
     }

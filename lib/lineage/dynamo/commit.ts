@@ -26,30 +26,20 @@ import {
   StaleSnapshotError,
   StoreRetryableError,
 } from '../errors.js';
-import {
-  fromMessageItem,
-  toMessageItem,
-  toSessionRecord,
-  withDefaults,
-  type MessageItem,
-  type MetaItem,
-  type StoredMeta,
-} from './items.js';
+import { toSessionRecord, withDefaults, type MetaItem, type StoredMeta } from './items.js';
+import { encodeItems, packRows, rowItems, type StoredItem } from './rows.js';
 import type { AttemptRecord, BegunAttempt, CommitInput, InPlaceCommitted, RotationCommitted } from '../types.js';
 import { ATTEMPT_ATTRS, type Attempts } from './attempts.js';
-import { messageSk, metaKey, rotationShardOf, sessionPk } from './keys.js';
+import { metaKey, rotationShardOf, sessionPk } from './keys.js';
 import { liveTipOf } from './links.js';
 import { versionCondition } from './sessions.js';
 import { isConditionFailure } from './retry.js';
-import { conditionFailedAt, oldImageOf, withoutUndefined, type Table, type TransactItem } from './table.js';
+import { conditionFailedAt, itemOf, oldImageOf, TRANSACTION_ENTRIES, withoutUndefined, type Table, type TransactItem } from './table.js';
 
 /** Rounds before a commit gives up as retryable; the seal makes the third one final in practice. */
 const MAX_COMMIT_ROUNDS = 6;
 /** How long a seal holds appends back at most (it is lifted by the commit, milliseconds later). */
 export const SEAL_MS = 3_000;
-/** DynamoDB's transaction limits: 100 entries, 4 MB (less headroom for the record updates). */
-const TX_MAX_ENTRIES = 100;
-const TX_MAX_BYTES = 3_800_000;
 
 /** What differs between a rotation and an in-place commit. */
 interface Strategy<R> {
@@ -58,7 +48,7 @@ interface Strategy<R> {
   targetPk: string;
   targetGeneration: number;
   /** Transaction entries besides the items: [0] is always the session record's update. */
-  entries(meta: MetaItem, count: number, tokens: number, at: string): TransactItem[];
+  entries(meta: MetaItem, count: number, tokens: number, at: string, rows: number): TransactItem[];
   /** The old image shows this very commit (a response lost after it went through). */
   isOurs(meta: MetaItem): boolean;
   /** A rotation's refusal of an already-rotated parent is RotationLostError; in place it is "ended". */
@@ -81,7 +71,7 @@ export class Commits {
     const childPk = sessionPk(childRef);
     const rootId = session.rootSessionId ?? session.sessionId;
     let withRoot = rootId !== session.sessionId;
-    const childOf = (meta: MetaItem, count: number, tokens: number, at: string): MetaItem => ({
+    const childOf = (meta: MetaItem, count: number, tokens: number, at: string, rows?: number): MetaItem => ({
       ...metaKey(childRef),
       ...childRef,
       format: meta.format ?? 'chat',
@@ -98,6 +88,7 @@ export class Commits {
       messageCount: count,
       lastSeq: count,
       tokenEstimate: tokens,
+      rows,
       lastActivity: { label: input.activityLabel, at },
       version: 1,
     });
@@ -105,8 +96,8 @@ export class Commits {
       what: 'commit rotation',
       targetPk: childPk,
       targetGeneration: 0,
-      entries: (meta, count, tokens, at) => {
-        const child = childOf(meta, count, tokens, at);
+      entries: (meta, count, tokens, at, rows) => {
+        const child = childOf(meta, count, tokens, at, rows);
         const entries = [
           this.table.metaUpdate(
             ref,
@@ -178,18 +169,19 @@ export class Commits {
       what: 'commit in place',
       targetPk: pk,
       targetGeneration: generation,
-      entries: (meta, count, tokens, at) => [
+      entries: (meta, count, tokens, at, rows) => [
         this.table.metaUpdate(
           ref,
           {
             update:
-              'SET #generation = :gen, #lastSeq = :count, #messageCount = :count, #tokenEstimate = :tok, #lastActivity = :mark ' +
+              'SET #generation = :gen, #lastSeq = :count, #messageCount = :count, #tokenEstimate = :tok, #rows = :rows, #lastActivity = :mark ' +
               `ADD #version :one REMOVE ${ATTEMPT_ATTRS}`,
             condition: commitCondition(meta),
           },
           {
             ':gen': generation,
             ':count': count,
+            ':rows': rows,
             ':tok': tokens,
             ':mark': { label: input.activityLabel, at },
             ...commitValues(meta, attempt),
@@ -238,27 +230,32 @@ export class Commits {
     const { attempt } = begun;
     const parentPk = sessionPk(ref);
     let meta: MetaItem = metaFromBegun(begun);
-    let tail: MessageItem[] = [];
+    let tail: StoredItem[] = [];
     let sealed = false;
-    let preWritten = 0;
+    /** Rows written before the flip, under keys nobody reads until it lands. */
+    let written = new Set<string>();
     // The compacted items never change between rounds; only the tail after them does.
-    const head = input.compacted.map((item, i) => toMessageItem(s.targetPk, s.targetGeneration, i + 1, item, input.tokenEstimates[i] ?? 0));
+    const head = encodeItems(input.compacted, input.tokenEstimates);
     try {
       for (let round = 0; round < MAX_COMMIT_ROUNDS; round++) {
         const at = this.table.isoNow();
-        const stored = this.newTranscript(s, head, tail);
-        const tokens = stored.reduce((sum, m) => sum + (m.tokens ?? 0), 0);
-        const fixed = s.entries(meta, stored.length, tokens, at);
-        const bytes = stored.reduce((sum, m) => sum + m.body.length + 200, 0);
-        const inline = fixed.length + stored.length <= TX_MAX_ENTRIES && bytes <= TX_MAX_BYTES;
-        if (!inline && preWritten < stored.length) {
-          // Too big for one transaction: the items go first, under keys nobody reads until the flip.
-          await this.table.putAll(stored.slice(preWritten));
-          preWritten = stored.length;
+        const encoded = [...head, ...tail.map((t) => ({ body: t.body, bytes: Buffer.byteLength(t.body, 'utf8'), tokens: t.tokens }))];
+        const rows = rowItems(s.targetPk, s.targetGeneration, 1, packRows(encoded));
+        const stored = [...rows.heads, ...rows.parts];
+        const tokens = encoded.reduce((sum, m) => sum + m.tokens, 0);
+        const fixed = s.entries(meta, encoded.length, tokens, at, stored.length);
+        const inline = fixed.length + stored.length <= TRANSACTION_ENTRIES && rows.bytes <= this.table.transactionBytes;
+        if (!inline) {
+          // Too big for one transaction: the rows go first, under keys nobody reads until the flip.
+          // A longer tail can move a row's key: rows of an earlier round that are not rewritten go.
+          const keys = new Set(stored.map((r) => r.sk));
+          await this.table.putAll(stored);
+          await this.table.deleteAll([...written].filter((sk) => !keys.has(sk)).map((sk) => ({ pk: s.targetPk, sk })));
+          written = keys;
         }
         try {
           await this.table.transact(s.what, inline ? [...fixed, ...stored.map((m) => this.table.put(m))] : fixed);
-          return s.result(meta, [...input.compacted, ...tail.map(fromMessageItem)], tail.length, tokens, at);
+          return s.result(meta, [...input.compacted, ...tail.map(itemOf)], tail.length, tokens, at);
         } catch (err) {
           if (retryWithout(err)) continue;
           const current = await this.afterFailure(err, ref, s);
@@ -276,25 +273,9 @@ export class Commits {
       }
       throw new StoreRetryableError(`${s.what} on ${ref.sessionId}: the session kept changing`);
     } catch (err) {
-      await this.discard(ref, attempt, s, preWritten);
+      await this.discard(ref, attempt, s, written);
       throw err;
     }
-  }
-
-  /** The compacted items at seq 1..k, then the tail, all under the target's keys. */
-  private newTranscript<R>(s: Strategy<R>, head: MessageItem[], tail: MessageItem[]): MessageItem[] {
-    const k = head.length;
-    return [
-      ...head,
-      ...tail.map((m, i) => ({
-        pk: s.targetPk,
-        sk: messageSk(s.targetGeneration, k + i + 1),
-        generation: s.targetGeneration,
-        seq: k + i + 1,
-        body: m.body,
-        tokens: m.tokens ?? 0,
-      })),
-    ];
   }
 
   /**
@@ -355,16 +336,12 @@ export class Commits {
    * transport error, then cannot land), then the items we wrote before the flip, unless the
    * record shows our commit did land. The seal goes with the attempt record.
    */
-  private async discard<R>(ref: SessionRef, attempt: AttemptRecord, s: Strategy<R>, preWritten: number): Promise<void> {
+  private async discard<R>(ref: SessionRef, attempt: AttemptRecord, s: Strategy<R>, written: Set<string>): Promise<void> {
     try {
       await this.attempts.clear(ref, attempt, 'compaction failed');
-      if (preWritten > 0) {
+      if (written.size > 0) {
         const meta = await this.table.getMeta(ref);
-        if (!meta || !s.isOurs(meta)) {
-          await this.table.deleteAll(
-            Array.from({ length: preWritten }, (_, i) => ({ pk: s.targetPk, sk: messageSk(s.targetGeneration, i + 1) })),
-          );
-        }
+        if (!meta || !s.isOurs(meta)) await this.table.deleteAll([...written].map((sk) => ({ pk: s.targetPk, sk })));
       }
     } catch (err) {
       // The sweep removes what is left (S1/S2); the caller gets the original error.

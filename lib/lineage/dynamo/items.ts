@@ -1,9 +1,6 @@
 // Item shapes stored in the table and their conversion to the store's records.
-import type { Item, ItemFormat } from '../../items/types.js';
-import { ItemTooLargeError } from '../errors.js';
-import { MAX_ITEM_BYTES } from '../limits.js';
+import type { ItemFormat } from '../../items/types.js';
 import type { ActivityMark, AttemptRecord, EndReason, SessionRecord } from '../types.js';
-import { messageSk } from './keys.js';
 
 /** A short write barrier an attempt puts up when appends keep outrunning its commit (lib/lineage/dynamo/commit.ts). */
 export interface Seal {
@@ -67,6 +64,11 @@ export interface MetaItem {
   leaseExpiresAt?: number;
   seal?: Seal;
   turn?: AppendTurn;
+  /**
+   * Rows (heads and inline parts) of the active generation: reads size their Query's Limit by it
+   * (rows.ts). Absent on records older than packed rows, whose rows hold one item each.
+   */
+  rows?: number;
   /** Optimistic-concurrency counter: appends, pops, begins, commits and deletes bump it. */
   version: number;
   /** Sparse GSI childrenByParent: the parent's pk, only on children. */
@@ -75,19 +77,6 @@ export interface MetaItem {
   rotationShard?: string;
   /** Attempt that created this child (idempotent commit detection). */
   createdByAttempt?: string;
-}
-
-export interface MessageItem {
-  pk: string;
-  sk: string;
-  generation: number;
-  seq: number;
-  /** The item as JSON, so every client field round-trips verbatim. */
-  body: string;
-  /** Token estimate of the item (the session's running estimate is the sum). */
-  tokens?: number;
-  /** TTL (epoch seconds) once the generation is archived or the session deleted. */
-  expiresAt?: number;
 }
 
 /** A META item as stored, before defaults: what older code may have written. */
@@ -118,6 +107,12 @@ export function metadataOf(item: Pick<MetaItem, 'metadataJson' | 'metadata'>): R
   return item.metadata;
 }
 
+/** Rows a read of `items` items of this session should ask DynamoDB for (one extra for a row boundary). */
+export function rowLimit(meta: Pick<MetaItem, 'rows' | 'messageCount'>, items: number): number {
+  const perItem = meta.rows !== undefined && meta.messageCount > 0 ? Math.max(meta.rows, 1) / meta.messageCount : 1;
+  return Math.ceil(items * perItem) + 1;
+}
+
 export function toSessionRecord(item: MetaItem): SessionRecord {
   const r: SessionRecord = {
     tenantId: item.tenantId,
@@ -145,58 +140,4 @@ export function toSessionRecord(item: MetaItem): SessionRecord {
     r.attempt = attempt;
   }
   return r;
-}
-
-export function toMessageItem(pk: string, generation: number, seq: number, item: Item, tokens: number): MessageItem {
-  return { pk, sk: messageSk(generation, seq), generation, seq, body: JSON.stringify(item), tokens };
-}
-
-export function fromMessageItem(item: MessageItem): Item {
-  return JSON.parse(item.body) as Item;
-}
-
-/** DynamoDB's item size: attribute name bytes + value bytes (numbers: up to 21 bytes). */
-export function itemSizeBytes(item: Record<string, unknown>): number {
-  let size = 0;
-  for (const [name, value] of Object.entries(item)) {
-    if (value === undefined) continue;
-    size += Buffer.byteLength(name, 'utf8') + valueSize(value);
-  }
-  return size;
-}
-
-function valueSize(value: unknown): number {
-  if (typeof value === 'string') return Buffer.byteLength(value, 'utf8');
-  if (typeof value === 'number') return 21;
-  if (typeof value === 'boolean' || value === null) return 1;
-  if (Array.isArray(value)) return 3 + value.reduce<number>((s, v) => s + 1 + valueSize(v), 0);
-  if (typeof value === 'object') return 3 + itemSizeBytes(value as Record<string, unknown>) + Object.keys(value).length;
-  return 0;
-}
-
-/**
- * The same stored items at another position. Their sizes do not change: sort keys are fixed
- * width and every number counts 21 bytes (itemSizeBytes).
- */
-export function atPosition(stored: readonly MessageItem[], generation: number, firstSeq: number): MessageItem[] {
-  return stored.map((m, i) => ({ ...m, sk: messageSk(generation, firstSeq + i), generation, seq: firstSeq + i }));
-}
-
-/** Builds every item's stored form and measures it; one too large refuses the whole call (nothing written). */
-export function messageItemsFor(
-  pk: string,
-  generation: number,
-  firstSeq: number,
-  items: readonly Item[],
-  tokens: readonly number[],
-): { stored: MessageItem[]; bytes: number } {
-  let bytes = 0;
-  const stored = items.map((it, i) => {
-    const m = toMessageItem(pk, generation, firstSeq + i, it, tokens[i] ?? 0);
-    const size = itemSizeBytes({ ...m, expiresAt: 0 });
-    if (size > MAX_ITEM_BYTES) throw new ItemTooLargeError(i, size, MAX_ITEM_BYTES);
-    bytes += size;
-    return m;
-  });
-  return { stored, bytes };
 }

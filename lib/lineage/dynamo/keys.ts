@@ -1,9 +1,12 @@
 // Table keys. Every session key carries its tenant, so the same sessionId under two tenants
 // names two different sessions (SPEC F2). Layout under one session's pk:
 //   META                      the session record
-//   MSG#<generation>#<seq>    one item each (zero-padded: sort order is (generation, seq) order)
+//   MSG#<generation>#<lastSeq>  a row of items ending at lastSeq, and its parts (rows.ts; zero-padded:
+//                             sort order is (generation, seq) order)
 //   IDEM#<sha256(key)>        an append's Idempotency-Key record (A3)
 //   TASK#<kind>#<generation>  deferred storage work (archive, purge) the sweep finds in attemptsByExpiry
+//   TASK#parts#<write id>     chunks an append wrote ahead of its commit, removed unless the commit lands
+//   PART#<write id>#<row>#<k> those chunks (lib/lineage/dynamo/rows.ts)
 // Create-session idempotency records live at `T#<tenant>#IDEM#<sha256(key)>` / `IDEM`.
 import { createHash } from 'node:crypto';
 import type { SessionRef } from '../../session-ref.js';
@@ -75,7 +78,13 @@ export function taskSk(kind: StoreTask['kind'], generation: number): string {
   return `${TASK_PREFIX}${kind}#${pad(generation)}`;
 }
 
-export function parseTaskSk(sk: string): { kind: StoreTask['kind']; generation: number } | null {
+export function partsTaskSk(scope: string): string {
+  return `${TASK_PREFIX}parts#${scope}`;
+}
+
+export function parseTaskSk(sk: string): Pick<StoreTask, 'kind' | 'generation' | 'scope'> | null {
+  const parts = /^TASK#parts#([0-9a-f-]+(?:#\d+)?)$/.exec(sk);
+  if (parts) return { kind: 'parts', generation: 0, scope: parts[1]! };
   const m = /^TASK#(archive|purge)#(\d+)$/.exec(sk);
   return m ? { kind: m[1] as StoreTask['kind'], generation: Number(m[2]) } : null;
 }

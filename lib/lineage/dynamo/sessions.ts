@@ -11,9 +11,10 @@ import {
   SessionExistsError,
   SessionNotFoundError,
   StaleCursorError,
+  StoreOutcomeUnknownError,
   StoreRetryableError,
 } from '../errors.js';
-import { DEFAULT_IDEMPOTENCY_TTL_SECONDS, MAX_APPEND_BYTES, MAX_ATOMIC_APPEND_ITEMS } from '../limits.js';
+import { DEFAULT_IDEMPOTENCY_TTL_SECONDS, MAX_APPEND_BYTES } from '../limits.js';
 import type {
   AppendInput,
   AppendResult,
@@ -28,12 +29,15 @@ import type {
   StoredResponse,
 } from '../types.js';
 import { IDEMPOTENCY_CONDITION, idempotencyRecord, liveRecord, replay, type IdempotencyRecord } from './idempotency.js';
-import { atPosition, fromMessageItem, messageItemsFor, toSessionRecord, type MessageItem, type MetaItem } from './items.js';
-import { appendIdempotencyKey, attemptShardOf, createIdempotencyKey, metaKey, sessionPk, taskSk } from './keys.js';
+import { rowLimit, toSessionRecord, type MetaItem } from './items.js';
+import { appendIdempotencyKey, attemptShardOf, createIdempotencyKey, metaKey, partsTaskSk, sessionPk, taskSk } from './keys.js';
+import { runPartsTask } from './parts.js';
+import { encodeItems, packRows, rowItems, type Encoded, type RowRef } from './rows.js';
+import { updateExpression } from './expression.js';
 import { claimTurn, foreignTurnWait, holdsTurn, NO_FOREIGN_TURN, TURN_AFTER_LOSSES } from './append-turn.js';
 import { assertLive } from './links.js';
 import { backoffDelay, sleep } from './retry.js';
-import { conditionFailedAt, oldImageOf, oldItemOf, type Table, type TransactItem } from './table.js';
+import { conditionFailedAt, itemOf, oldImageOf, oldItemOf, TRANSACTION_ENTRIES, type Table, type TransactItem } from './table.js';
 
 /** Version races a pop retries before giving up as retryable (each retry is one round trip). */
 const MAX_WRITE_ROUNDS = 40;
@@ -43,6 +47,19 @@ const MAX_WRITE_ROUNDS = 40;
  * written at all (DynamoDB refusing or stalling) within one request's time.
  */
 const APPEND_DEADLINE_MS = 15_000;
+/**
+ * How long chunks written ahead of a commit wait before the sweep may remove them: past the
+ * longest Lambda invocation (15 min), so only chunks whose writer is gone are removed.
+ */
+const PARTS_GRACE_MS = 30 * 60_000;
+
+/** Whether an append's rows, the record update and the key's record fit one transaction. */
+function fitsOneTransaction(table: Table, rows: { heads: unknown[]; parts: unknown[]; bytes: number }, withKey: boolean): boolean {
+  return (
+    2 + rows.heads.length + rows.parts.length <= TRANSACTION_ENTRIES && rows.bytes + (withKey ? 20_000 : 2_000) <= table.transactionBytes
+  );
+}
+
 /** An append that meets an attempt's seal polls this often until it lifts (it lasts milliseconds). */
 const SEAL_POLL_MS = 15;
 
@@ -117,9 +134,31 @@ export class Sessions {
     const remembered = liveRecord(seen, this.table.now());
     if (remembered && idem) return { replayed: true, response: replay(remembered, idem) };
 
+    const ahead: { w?: string } = {};
+    try {
+      const result = await this.appendRounds(ref, input, first, ahead);
+      if (result.replayed && ahead.w) await this.dropParts(pk, ahead.w);
+      return result;
+    } catch (err) {
+      // Chunks written ahead of a commit that did not land are removed now (the sweep's task
+      // otherwise); after an unconfirmed commit they may be referenced, and the task says which.
+      if (ahead.w && !(err instanceof StoreOutcomeUnknownError)) await this.dropParts(pk, ahead.w);
+      throw err;
+    }
+  }
+
+  private async appendRounds(
+    ref: SessionRef,
+    input: AppendInput,
+    first: MetaItem | undefined,
+    ahead: { w?: string },
+  ): Promise<AppendResult> {
+    const pk = sessionPk(ref);
+    const idem = input.idempotency;
+    const idemKey = idem && appendIdempotencyKey(ref, idem.key);
     let meta = first;
     let prepared: PreparedItems | undefined;
-    let encoded: MessageItem[] | undefined;
+    let groups: Encoded[][] | undefined;
     const deadline = this.table.now() + APPEND_DEADLINE_MS;
     let lost = 0;
     let turnId: string | undefined;
@@ -143,18 +182,21 @@ export class Sessions {
       }
       prepared ??= input.prepare(toSessionRecord(meta));
       const n = prepared.items.length;
-      if (n === 0 || n > MAX_ATOMIC_APPEND_ITEMS) throw new RangeError(`an append holds 1-${MAX_ATOMIC_APPEND_ITEMS} items, got ${n}`);
+      if (n === 0) throw new RangeError('an append holds at least one item');
       const tokens = prepared.tokenEstimates.reduce((a, b) => a + b, 0);
       if (input.expectedCount !== undefined && meta.messageCount !== input.expectedCount) {
         throw new CountMismatchError(ref.sessionId, input.expectedCount, meta.messageCount);
       }
-      if (!encoded) {
-        // Encoded and measured once: a lost race moves only the items' position, never their size.
-        const { stored, bytes } = messageItemsFor(pk, meta.generation, meta.lastSeq + 1, prepared.items, prepared.tokenEstimates);
-        if (bytes > MAX_APPEND_BYTES) throw new ItemTooLargeError(-1, bytes, MAX_APPEND_BYTES);
-        encoded = stored;
+      // Encoded, measured and packed once: a lost race moves only the rows' keys, never their content.
+      groups ??= packRows(encodeItems(prepared.items, prepared.tokenEstimates));
+      let rows = rowItems(pk, meta.generation, meta.lastSeq + 1, groups);
+      if (!fitsOneTransaction(this.table, rows, idem !== undefined)) {
+        // A7 beyond one transaction: the chunks go first under a write id nobody reads, then one
+        // conditional transaction makes them visible (rows.ts, README "Storage layout").
+        ahead.w ??= await this.writeParts(pk, groups);
+        rows = rowItems(pk, meta.generation, meta.lastSeq + 1, groups, ahead.w);
+        if (rows.heads.length + 3 > TRANSACTION_ENTRIES) throw new ItemTooLargeError(-1, rows.bytes, MAX_APPEND_BYTES);
       }
-      const stored = atPosition(encoded, meta.generation, meta.lastSeq + 1);
       const after: MetaItem = {
         ...meta,
         lastSeq: meta.lastSeq + n,
@@ -169,12 +211,13 @@ export class Sessions {
         this.table.metaUpdate(
           ref,
           {
-            update: `SET #lastSeq = :last ADD #messageCount :n, #tokenEstimate :tok, #version :one${mine ? ' REMOVE #turn' : ''}`,
+            update: `SET #lastSeq = :last ADD #messageCount :n, #tokenEstimate :tok, #rows :rows, #version :one${mine ? ' REMOVE #turn' : ''}`,
             condition: `${WRITABLE} AND ${UNSEALED} AND ${NO_FOREIGN_TURN} AND ${versionCondition(meta)}`,
           },
           {
             ':last': after.lastSeq,
             ':n': n,
+            ':rows': rows.heads.length + (ahead.w ? 0 : rows.parts.length),
             ':tok': tokens,
             ':one': 1,
             ':now': this.table.now(),
@@ -182,7 +225,8 @@ export class Sessions {
             ':turnId': turnId ?? '-',
           },
         ),
-        ...stored.map((m) => this.table.put(m)),
+        ...rows.heads.map((m) => this.table.put(m)),
+        ...(ahead.w ? [this.partsTaskCheck(pk, ahead.w)] : rows.parts.map((m) => this.table.put(m))),
       ];
       if (idem && idemKey) {
         const record = idempotencyRecord(
@@ -242,17 +286,52 @@ export class Sessions {
     }
   }
 
+  /**
+   * Writes an append's chunks ahead of its commit (beyond one transaction): first a task the
+   * sweep runs if the commit never lands, then the chunks under a fresh write id. Returns the id.
+   */
+  private async writeParts(pk: string, groups: readonly Encoded[][]): Promise<string> {
+    const w = randomUUID();
+    await this.table.putAll([this.partsTask(pk, w, this.table.now() + PARTS_GRACE_MS)]);
+    await this.table.putAll(rowItems(pk, 0, 1, groups, w).parts);
+    return w;
+  }
+
+  /** The sweep's task for chunks of write `scope` (a write id, or one row of it) once `dueAt` passes. */
+  private partsTask(pk: string, scope: string, dueAt: number): Record<string, unknown> {
+    return {
+      pk,
+      sk: partsTaskSk(scope),
+      kind: 'parts',
+      scope,
+      attemptShard: attemptShardOf(pk, this.table.attemptShards),
+      leaseExpiresAt: dueAt,
+    };
+  }
+
+  /** The commit removes the task, and lands only while it exists: chunks the sweep removed are never referenced. */
+  private partsTaskCheck(pk: string, w: string): TransactItem {
+    return { Delete: { TableName: this.table.name, Key: { pk, sk: partsTaskSk(w) }, ConditionExpression: 'attribute_exists(pk)' } };
+  }
+
+  private async dropParts(pk: string, w: string): Promise<void> {
+    await runPartsTask(this.table, pk, w).catch((err: unknown) =>
+      this.table.warn(`removing unused chunks ${w} failed; the sweep will: ${String(err)}`),
+    );
+  }
+
   async readPage(ref: SessionRef, page: PageRequest): Promise<ItemPage> {
     const meta = await this.table.requireMeta(ref);
     if (page.from && page.from.generation !== meta.generation) throw new StaleCursorError(ref.sessionId);
     const { items, more } = await this.table.queryRange(sessionPk(ref), meta.generation, (page.from?.afterSeq ?? 0) + 1, meta.lastSeq, {
       limit: page.limit,
       maxBytes: page.maxBytes,
+      rowLimit: (n) => rowLimit(meta, n),
     });
     const last = items.at(-1);
     // Past lastSeq nothing is visible (a failed commit's leftovers), so a page ending there is the last.
     const next = more && last && last.seq < meta.lastSeq ? { generation: meta.generation, afterSeq: last.seq } : null;
-    return { session: toSessionRecord(meta), items: items.map(fromMessageItem), next };
+    return { session: toSessionRecord(meta), items: items.map(itemOf), next };
   }
 
   async readTail(ref: SessionRef, limit: number, maxBytes: number): Promise<TailRead> {
@@ -261,9 +340,10 @@ export class Sessions {
       limit,
       maxBytes,
       newestFirst: true,
+      rowLimit: (n) => rowLimit(meta, n),
     });
     // Short of `limit` with more left means the size bound cut it, not the start of the session.
-    return { session: toSessionRecord(meta), items: items.reverse().map(fromMessageItem), truncated: more && items.length < limit };
+    return { session: toSessionRecord(meta), items: items.reverse().map(itemOf), truncated: more && items.length < limit };
   }
 
   async readAll(ref: SessionRef): Promise<Item[]> {
@@ -280,7 +360,9 @@ export class Sessions {
       if (!last) return { session: toSessionRecord(meta), removed: null };
       // A6: an in-flight attempt that already read this item must not commit it back.
       const stale = meta.attempt !== undefined && last.seq <= (meta.attempt.watermark ?? 0);
-      const tokens = last.tokens ?? 0;
+      const tokens = last.tokens;
+      // A row that goes takes its inline parts along (records older than packing count no rows).
+      const rowsGone = meta.rows !== undefined && last.row.count <= 1 ? 1 + last.row.partKeys.length : 0;
       const after: MetaItem = {
         ...meta,
         messageCount: meta.messageCount - 1,
@@ -292,13 +374,14 @@ export class Sessions {
           this.table.metaUpdate(
             ref,
             {
-              update: `ADD #messageCount :minus, #tokenEstimate :tok, #version :one${stale ? ' SET #attempt.#stale = :true' : ''}`,
+              update: `ADD #messageCount :minus, #tokenEstimate :tok, #version :one${rowsGone ? ', #rows :rowsGone' : ''}${stale ? ' SET #attempt.#stale = :true' : ''}`,
               // Marking needs the attempt still there: ending one (Attempts.clear) does not move the
               // version, and SET on a removed map's member is refused outright (a 500, not a retry).
               condition: `${WRITABLE} AND ${UNSEALED} AND ${versionCondition(meta)}${stale ? ' AND #attempt.#attemptId = :aid' : ''}`,
             },
             {
               ':minus': -1,
+              ':rowsGone': -rowsGone,
               ':tok': -tokens,
               ':one': 1,
               ':true': true,
@@ -307,10 +390,10 @@ export class Sessions {
               ...(stale ? { ':aid': meta.attempt!.attemptId } : {}),
             },
           ),
-          { Delete: { TableName: this.table.name, Key: { pk: last.pk, sk: last.sk }, ConditionExpression: 'attribute_exists(pk)' } },
+          ...this.shrinkRow(last.row),
         ]);
         if (after.attempt && stale) after.attempt = { ...after.attempt, stale: true };
-        return { session: toSessionRecord(after), removed: fromMessageItem(last) };
+        return { session: toSessionRecord(after), removed: itemOf(last) };
       } catch (err) {
         if (conditionFailedAt(err, 0)) meta = oldImageOf(err, 0);
         else if (conditionFailedAt(err, 1)) meta = await this.table.getMeta(ref);
@@ -319,6 +402,32 @@ export class Sessions {
       }
     }
     throw new StoreRetryableError(`pop on ${ref.sessionId}: the session kept changing`);
+  }
+
+  /**
+   * The writes that take a row's last item away: a row of one item goes (with its chunks; chunks
+   * written ahead of a commit go through the sweep's task); a packed row loses its last index
+   * entry (its bytes stay, unread, so the row is not rewritten).
+   */
+  private shrinkRow(row: RowRef): TransactItem[] {
+    const head = { pk: row.pk, sk: row.sk };
+    if (row.count > 1 && row.idx !== undefined) {
+      const idx = row.idx.slice(0, row.idx.lastIndexOf(','));
+      return [
+        {
+          Update: {
+            TableName: this.table.name,
+            Key: head,
+            ...updateExpression({ update: 'SET #idx = :idx', condition: '#idx = :was' }, { ':idx': idx, ':was': row.idx }),
+          },
+        },
+      ];
+    }
+    return [
+      { Delete: { TableName: this.table.name, Key: head, ConditionExpression: 'attribute_exists(pk)' } },
+      ...row.partKeys.map((Key) => ({ Delete: { TableName: this.table.name, Key: { pk: row.pk, sk: Key } } })),
+      ...(row.w ? [this.table.put(this.partsTask(row.pk, `${row.w}#${String(row.h ?? 0).padStart(4, '0')}`, this.table.now()))] : []),
+    ];
   }
 
   /** A6: tombstone the record (links stay for relatives) and leave the items to a purge task. */

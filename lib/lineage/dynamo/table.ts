@@ -19,12 +19,17 @@ import type { SessionRef } from '../../session-ref.js';
 import { SessionNotFoundError, StoreOutcomeUnknownError, StoreRetryableError } from '../errors.js';
 import { deleteAll, inPages, putAll } from './batch-writes.js';
 import { expression, updateExpression, type ExpressionParts } from './expression.js';
-import { fromMessageItem, withDefaults, type MessageItem, type MetaItem, type StoredMeta } from './items.js';
-import { DEFAULT_ATTEMPT_SHARDS, DEFAULT_ROTATION_SHARDS, messageSk, metaKey, SHARD_QUERY_CONCURRENCY } from './keys.js';
+import type { Item } from '../../items/types.js';
+import { withDefaults, type MetaItem, type StoredMeta } from './items.js';
+import { DEFAULT_ATTEMPT_SHARDS, DEFAULT_ROTATION_SHARDS, metaKey, SHARD_QUERY_CONCURRENCY } from './keys.js';
+import { headOfPart, isHeadSk, itemRange, itemsOfRow, remotePartPrefix, type RawRow, type StoredItem } from './rows.js';
 import { cancellationCodes, DEFAULT_RETRY, isConditionFailure, mayHaveApplied, withRetry, type RetryOptions } from './retry.js';
 
 export type TransactItem = NonNullable<TransactWriteCommandInput['TransactItems']>[number];
 export type Key = { pk: string; sk: string };
+/** DynamoDB's transaction limits: 100 entries, 4 MB (less room for the record updates and keys). */
+export const TRANSACTION_ENTRIES = 100;
+export const TRANSACTION_BYTES = 3_900_000;
 /** BatchGetItem's limit of keys per call. */
 const BATCH_GET_PAGE = 100;
 
@@ -37,6 +42,11 @@ export interface TableOptions {
   /** Shards of the sparse attemptsByExpiry / rotationsByTime indexes (raise only; see keys.ts). */
   attemptShards?: number;
   rotationShards?: number;
+  /**
+   * Bytes one transaction may carry before an append or a commit writes its rows first (default
+   * 3.9 MB, under DynamoDB's 4 MB). Tests lower it to take that path without writing megabytes.
+   */
+  transactionBytes?: number;
   /** Problems that do not change an outcome (a background archive failed, cleanup left work for the sweep). */
   onWarning?: (warning: string) => void;
 }
@@ -49,6 +59,7 @@ export class Table {
   readonly attemptShards: number;
   readonly rotationShards: number;
   readonly warn: (w: string) => void;
+  readonly transactionBytes: number;
 
   constructor(opts: TableOptions) {
     // Items are stripped of undefined values by the callers rather than through translateConfig:
@@ -61,6 +72,7 @@ export class Table {
     this.attemptShards = opts.attemptShards ?? DEFAULT_ATTEMPT_SHARDS;
     this.rotationShards = opts.rotationShards ?? DEFAULT_ROTATION_SHARDS;
     this.warn = opts.onWarning ?? (() => undefined);
+    this.transactionBytes = opts.transactionBytes ?? TRANSACTION_BYTES;
   }
 
   send<T>(what: string, op: () => Promise<T>): Promise<T> {
@@ -161,50 +173,111 @@ export class Table {
     }
   }
 
-  /** Items of one generation with from <= seq <= to, in order (or newest first), stopping at `limit` / `maxBytes`. */
+  /**
+   * Items of one generation with from <= seq <= to, in order (or newest first), stopping at
+   * `limit` / `maxBytes`, assembled from packed rows, parts and one-item rows alike (rows.ts).
+   */
   async queryRange(
     pk: string,
     generation: number,
     from: number,
     to: number,
-    opts: { limit?: number; maxBytes?: number; newestFirst?: boolean } = {},
-  ): Promise<{ items: MessageItem[]; more: boolean }> {
+    opts: { limit?: number; maxBytes?: number; newestFirst?: boolean; rowLimit?: (items: number) => number } = {},
+  ): Promise<{ items: StoredItem[]; more: boolean }> {
     if (to < from) return { items: [], more: false };
-    const items: MessageItem[] = [];
+    const items: StoredItem[] = [];
     const maxBytes = opts.maxBytes ?? Number.POSITIVE_INFINITY;
+    const desc = opts.newestFirst === true;
+    const range = itemRange(generation, from, to);
+    const partData = new Map<string, string[]>();
+    let pending: RawRow | undefined;
     let bytes = 0;
     let start: Record<string, unknown> | undefined;
+    /** Emits a complete row's items in range; true when the page is full (more is then known). */
+    const emit = async (head: RawRow, parts: string[]): Promise<'full' | 'cut' | undefined> => {
+      const data = head.w ? await this.remoteParts(pk, head.w, head.h ?? 0) : parts;
+      const rowItems = itemsOfRow(head, data).filter((it) => it.seq >= from && it.seq <= to);
+      if (desc) rowItems.reverse();
+      for (let i = 0; i < rowItems.length; i++) {
+        const it = rowItems[i]!;
+        bytes += it.body.length;
+        // A page always carries at least one item, however large, so paging makes progress.
+        if (bytes > maxBytes && items.length > 0) return 'cut';
+        items.push(it);
+        if (opts.limit !== undefined && items.length >= opts.limit) return i < rowItems.length - 1 ? 'cut' : 'full';
+      }
+      return undefined;
+    };
     do {
-      const want = opts.limit === undefined ? undefined : opts.limit - items.length;
+      // Rows to ask for: packed rows hold many items, so the item count alone would over-read.
+      const left = opts.limit === undefined ? undefined : Math.max(1, opts.limit - items.length);
+      const want = left === undefined ? undefined : (opts.rowLimit?.(left) ?? left);
       const out = await this.send('read items', () =>
         this.doc.send(
           new QueryCommand({
             TableName: this.name,
             ConsistentRead: true,
-            ...expression(
-              { keyCondition: 'pk = :pk AND sk BETWEEN :from AND :to' },
-              { ':pk': pk, ':from': messageSk(generation, from), ':to': messageSk(generation, to) },
-            ),
-            ...(opts.newestFirst ? { ScanIndexForward: false } : {}),
+            ...expression({ keyCondition: 'pk = :pk AND sk BETWEEN :from AND :to' }, { ':pk': pk, ':from': range.from, ':to': range.to }),
+            ...(desc ? { ScanIndexForward: false } : {}),
             ...(want !== undefined ? { Limit: want } : {}),
             ExclusiveStartKey: start,
           }),
         ),
       );
-      for (const item of (out.Items ?? []) as MessageItem[]) {
-        bytes += item.body.length;
-        // A page always carries at least one item, however large, so paging makes progress.
-        if (bytes > maxBytes && items.length > 0) return { items, more: true };
-        items.push(item);
-      }
       start = out.LastEvaluatedKey;
-      if (opts.limit !== undefined && items.length >= opts.limit) return { items, more: start !== undefined };
+      const rows = (out.Items ?? []) as RawRow[];
+      for (let r = 0; r < rows.length; r++) {
+        const row = rows[r]!;
+        let done: RawRow | undefined;
+        if (!isHeadSk(row.sk)) {
+          const head = headOfPart(row.sk);
+          partData.set(head, [...(partData.get(head) ?? []), row.data ?? '']);
+          if (!desc && pending?.sk === head && partData.get(head)!.length >= (pending.parts ?? 0)) done = pending;
+        } else if (desc || row.w || !row.parts) {
+          done = row;
+        } else {
+          pending = row;
+        }
+        if (!done) continue;
+        const parts = partData.get(done.sk) ?? [];
+        partData.delete(done.sk);
+        if (done === pending) pending = undefined;
+        const stop = await emit(done, desc ? parts.reverse() : parts);
+        if (stop) return { items, more: stop === 'cut' || r < rows.length - 1 || start !== undefined };
+      }
     } while (start);
     return { items, more: false };
   }
 
-  async readItems(pk: string, generation: number, from: number, to: number) {
-    return (await this.queryRange(pk, generation, from, to)).items.map(fromMessageItem);
+  /** The chunks of a row written beyond one transaction (rows.ts), in order. */
+  private async remoteParts(pk: string, w: string, h: number): Promise<string[]> {
+    const rows = await this.queryPrefix<RawRow>(pk, remotePartPrefix(w, h));
+    return rows.map((r) => r.data ?? '');
+  }
+
+  /** Every stored row under `pk` whose sort key starts with `prefix` (whole items). */
+  async queryPrefix<T>(pk: string, prefix: string): Promise<T[]> {
+    const found: T[] = [];
+    let start: Record<string, unknown> | undefined;
+    do {
+      const out = await this.send('read rows', () =>
+        this.doc.send(
+          new QueryCommand({
+            TableName: this.name,
+            ConsistentRead: true,
+            ...expression({ keyCondition: 'pk = :pk AND begins_with(sk, :prefix)' }, { ':pk': pk, ':prefix': prefix }),
+            ExclusiveStartKey: start,
+          }),
+        ),
+      );
+      found.push(...((out.Items ?? []) as T[]));
+      start = out.LastEvaluatedKey;
+    } while (start);
+    return found;
+  }
+
+  async readItems(pk: string, generation: number, from: number, to: number): Promise<Item[]> {
+    return (await this.queryRange(pk, generation, from, to)).items.map(itemOf);
   }
 
   async keysWithPrefix(pk: string, prefix: string): Promise<Key[]> {
@@ -290,6 +363,11 @@ export async function forEachShard<R>(shards: readonly string[], fn: (shard: str
     batch.forEach((r, j) => (out[i + j] = r));
   }
   return out;
+}
+
+/** The client's item, as it appended it. */
+export function itemOf(stored: Pick<StoredItem, 'body'>): Item {
+  return JSON.parse(stored.body) as Item;
 }
 
 export function withoutUndefined<T extends object>(item: T): T {

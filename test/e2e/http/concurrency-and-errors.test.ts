@@ -201,11 +201,11 @@ describe('errors say what was wrong', () => {
     }
   });
 
-  it('F1: 413 for a body over 1 MiB', async () => {
+  it('F1/A7: 413 for a body over 5 MB', async () => {
     const id = await sessionWithTurns(1);
-    const res = await api('POST', `/sessions/${id}/messages`, { body: { messages: [{ role: 'user', content: 'x'.repeat(1_100_000) }] } });
+    const res = await api('POST', `/sessions/${id}/messages`, { body: { messages: [{ role: 'user', content: 'x'.repeat(5_300_000) }] } });
     expectError(res, 413, 'payload_too_large');
-    expect(res.body.error.message).toMatch(/limit is 1048576/);
+    expect(res.body.error.message).toMatch(/limit is 5242880/);
     expect(await readAll(api, id)).toEqual(turns(0, 1));
   });
 

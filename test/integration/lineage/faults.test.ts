@@ -6,7 +6,7 @@ import type { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { afterAll, describe, expect, it } from 'vitest';
 import { FenceStaleError, SessionEndedError, StoreRetryableError } from '../../../lib/lineage/index.js';
 import type { Item } from '../../../lib/items/types.js';
-import { append, begin, commitInput, dynamoClient, makeStore, msg, msgs, newSession, rawItems } from './support.js';
+import { append, begin, commitInput, dynamoClient, makeStore, msg, msgs, newSession, rawItems, storedItems } from './support.js';
 
 type Matcher = (commandName: string, input: Record<string, unknown>) => boolean;
 const clients: DynamoDBClient[] = [];
@@ -211,12 +211,13 @@ describe('a newer attempt begins mid-commit (L6)', () => {
     );
   }
 
-  /** Compacted items too many for one transaction, so the commit writes them before its flip. */
+  /** Compacted items more than these stores' transactions carry, so the commit writes them before its flip. */
   const many = Array.from({ length: 120 }, (_, k): Item => ({ role: 'assistant', content: `kept ${k}` }));
+  const smallTransactions = { transactionBytes: 2_000 };
 
   it('L6/C10: rotation after its child items were written is refused; the pending child items are deleted', async () => {
     const client = faultyClient();
-    const store = makeStore(client);
+    const store = makeStore(client, smallTransactions);
     const other = makeStore();
     const ref = await newSession(store, msgs(1, 4));
     const a = await begin(store, ref, 'A', -1);
@@ -233,20 +234,20 @@ describe('a newer attempt begins mid-commit (L6)', () => {
 
   it('L6/C11: an in-place flip after its new generation was written is refused; the new generation is deleted', async () => {
     const client = faultyClient();
-    const store = makeStore(client);
+    const store = makeStore(client, smallTransactions);
     const other = makeStore();
     const ref = await newSession(store, msgs(1, 4));
     const a = await begin(store, ref, 'A', -1);
     beforeSending(client, isTransaction, () => begin(other, ref, 'B'));
     await expect(store.commitInPlace(ref, a, commitInput(many))).rejects.toBeInstanceOf(FenceStaleError);
-    const items = (await rawItems(client, ref)).filter((i) => String(i.sk).startsWith('MSG#'));
+    const items = await storedItems(client, ref);
     expect(items.map((i) => i.generation)).toEqual([0, 0, 0, 0]);
     expect(await other.readAll(ref)).toEqual(msgs(1, 4));
   });
 
   it("I4: an append landing before a pre-written rotation's transaction is carried into the child", async () => {
     const client = faultyClient();
-    const store = makeStore(client);
+    const store = makeStore(client, smallTransactions);
     const other = makeStore();
     const ref = await newSession(store, msgs(1, 4));
     const a = await begin(store, ref);
@@ -259,7 +260,7 @@ describe('a newer attempt begins mid-commit (L6)', () => {
 
   it('S3/C10: the sweep cleaning the attempt between its item writes and its transaction makes the commit fail cleanly', async () => {
     const client = faultyClient();
-    const store = makeStore(client);
+    const store = makeStore(client, smallTransactions);
     const sweeper = makeStore();
     const ref = await newSession(store, msgs(1, 4));
     const a = await begin(store, ref);

@@ -72,6 +72,32 @@ export async function rawItems(client: DynamoDBClient, ref: SessionRef): Promise
   return out.Items ?? [];
 }
 
+/**
+ * The items stored under a session, one entry per item (packed rows expanded; parts left out),
+ * with the generation and sequence number their row's key gives them and the row's TTL.
+ */
+export async function storedItems(
+  client: DynamoDBClient,
+  ref: SessionRef,
+): Promise<{ sk: string; generation: number; seq: number; expiresAt?: number }[]> {
+  const out: { sk: string; generation: number; seq: number; expiresAt?: number }[] = [];
+  for (const row of await rawItems(client, ref)) {
+    const m = /^MSG#(\d{10})#(\d{10})$/.exec(String(row.sk));
+    if (!m) continue;
+    const count = typeof row.body === 'string' ? 1 : String(row.idx).split(',').length;
+    const first = typeof row.body === 'string' ? Number(m[2]) : Number(row.first);
+    for (let i = 0; i < count; i++) {
+      out.push({
+        sk: String(row.sk),
+        generation: Number(m[1]),
+        seq: first + i,
+        ...(row.expiresAt !== undefined ? { expiresAt: Number(row.expiresAt) } : {}),
+      });
+    }
+  }
+  return out;
+}
+
 export async function rawMeta(client: DynamoDBClient, ref: SessionRef): Promise<Record<string, unknown> | undefined> {
   const out = await doc(client).send(
     new GetCommand({ TableName: tableName(), Key: { pk: sessionPk(ref), sk: 'META' }, ConsistentRead: true }),

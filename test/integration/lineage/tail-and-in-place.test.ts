@@ -12,7 +12,7 @@ import {
 import { messageSk, taskSk } from '../../../lib/lineage/dynamo/keys.js';
 import { asIs } from '../../../lib/lineage/prepare.js';
 import type { Item } from '../../../lib/items/types.js';
-import { append, begin, commitInput, dynamoClient, makeStore, msg, msgs, newSession, rawItems, tableName } from './support.js';
+import { append, begin, commitInput, dynamoClient, makeStore, msg, msgs, newSession, rawItems, storedItems, tableName } from './support.js';
 
 const client = dynamoClient();
 const NOW = Date.UTC(2030, 0, 1);
@@ -93,7 +93,7 @@ describe('in-place commit (C11, P3)', () => {
     expect(await store.readAll(ref)).toEqual([summary, msg(7)]);
     expect(out.archive).toMatchObject({ kind: 'archive', generation: before.generation });
 
-    const msgItems = async () => (await rawItems(client, ref)).filter((i) => String(i.sk).startsWith('MSG#'));
+    const msgItems = async () => storedItems(client, ref);
     // Off the commit path: nothing archived yet, but the task is recorded with the commit.
     expect((await msgItems()).filter((i) => i.expiresAt !== undefined)).toEqual([]);
     expect((await rawItems(client, ref)).some((i) => i.sk === taskSk('archive', before.generation))).toBe(true);
@@ -131,7 +131,7 @@ describe('in-place commit (C11, P3)', () => {
     await begin(store, ref, 'B');
     await expect(store.commitInPlace(ref, a, commitInput([summary]))).rejects.toThrow(/stale/);
     expect(await store.readAll(ref)).toEqual(msgs(1, 3));
-    const items = (await rawItems(client, ref)).filter((i) => String(i.sk).startsWith('MSG#'));
+    const items = await storedItems(client, ref);
     expect(items.filter((i) => i.generation === a.attempt.fence)).toEqual([]);
     expect(items).toHaveLength(3);
   });

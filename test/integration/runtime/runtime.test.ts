@@ -61,7 +61,7 @@ describe('composition root (lib/runtime.ts)', () => {
     await expect(httpDeps(rt)).rejects.toThrow(ConfigError);
     await expect(httpDeps(rt)).rejects.toThrow(/LEASE_TTL_MS must be a positive integer/);
     env.LEASE_TTL_MS = '10000';
-    await expect(httpDeps(rt)).resolves.toMatchObject({ maxBodyBytes: 1_048_576 });
+    await expect(httpDeps(rt)).resolves.toMatchObject({ maxBodyBytes: 5_242_880 });
   });
 
   it('each function’s deps are built once per container and share one core (one client pool, one lease)', async () => {

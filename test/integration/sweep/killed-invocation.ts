@@ -25,9 +25,14 @@ export function transcript(n: number, words = 40): Item[] {
   }));
 }
 
+/** `n` items of 200 KB: one stored row each, more than the killed store's transactions carry. */
+export function bulkyTranscript(n: number): Item[] {
+  return Array.from({ length: n }, (_, i) => ({ role: i % 2 === 0 ? 'user' : 'assistant', content: `turn${i} ${'w'.repeat(200_000)}` }));
+}
+
 export async function killedRotation(
   opts: { endpoint: string; tableName: string; ref: SessionRef; leaseExpiresAt: number },
-  compacted: readonly Item[] = transcript(120, 5),
+  compacted: readonly Item[] = bulkyTranscript(3),
 ): Promise<KilledInvocation> {
   const ddb = createDynamoClient({ endpoint: opts.endpoint });
   let dead = false;
@@ -41,7 +46,8 @@ export async function killedRotation(
     },
     { step: 'initialize', name: 'killSwitch' },
   );
-  const store = new DynamoLineageStore({ client: ddb, tableName: opts.tableName });
+  // Transactions of at most 100 KB: the commit writes the child's rows first, as a 4 MB one would.
+  const store = new DynamoLineageStore({ client: ddb, tableName: opts.tableName, transactionBytes: 100_000 });
   try {
     const begun = await store.beginAttempt(opts.ref, {
       holder: `killed-${randomUUID()}`,
@@ -54,24 +60,35 @@ export async function killedRotation(
       (err: unknown) => err instanceof Error && /killed/.test(err.message),
     );
     if (!died) throw new Error('the commit was expected to die');
+    // One stored row per item of bulkyTranscript (each is near a row's size).
     return { attempt: begun.attempt, orphanMessages: compacted.length };
   } finally {
     ddb.destroy();
   }
 }
 
-/** Number of message items stored under a session id (whether or not its META exists). */
+/** Number of items stored under a session id (whether or not its META exists): packed rows expanded, parts left out. */
 export async function messageItemCount(client: DynamoDBClient, tableName: string, ref: SessionRef): Promise<number> {
   const doc = DynamoDBDocumentClient.from(client);
-  const out = await doc.send(
-    new QueryCommand({
-      TableName: tableName,
-      KeyConditionExpression: 'pk = :pk AND begins_with(sk, :msg)',
-      ExpressionAttributeValues: { ':pk': sessionPk(ref), ':msg': 'MSG#' },
-      Select: 'COUNT',
-    }),
-  );
-  return out.Count ?? 0;
+  let count = 0;
+  let start: Record<string, unknown> | undefined;
+  do {
+    const out = await doc.send(
+      new QueryCommand({
+        TableName: tableName,
+        KeyConditionExpression: 'pk = :pk AND begins_with(sk, :msg)',
+        ExpressionAttributeValues: { ':pk': sessionPk(ref), ':msg': 'MSG#' },
+        ProjectionExpression: 'sk, idx, body',
+        ExclusiveStartKey: start,
+      }),
+    );
+    for (const row of out.Items ?? []) {
+      if (String(row.sk).split('#').length > 3) continue; // an inline part
+      count += typeof row.body === 'string' ? 1 : String(row.idx).split(',').length;
+    }
+    start = out.LastEvaluatedKey;
+  } while (start);
+  return count;
 }
 
 /** Writes a second child for a parent with raw PutItems: the fork SPEC I1 forbids, for the sweep to find. */

@@ -4,52 +4,71 @@ import { decodeCursor, encodeCursor, InvalidCursorError } from '../../../lib/lin
 import { ItemTooLargeError, StoreRetryableError } from '../../../lib/lineage/errors.js';
 import { inPages, MAX_UNPROCESSED_ROUNDS } from '../../../lib/lineage/dynamo/batch-writes.js';
 import { expression } from '../../../lib/lineage/dynamo/expression.js';
-import {
-  atPosition,
-  fromMessageItem,
-  itemSizeBytes,
-  messageItemsFor,
-  toMessageItem,
-  withDefaults,
-  type StoredMeta,
-} from '../../../lib/lineage/dynamo/items.js';
+import { withDefaults, type StoredMeta } from '../../../lib/lineage/dynamo/items.js';
+import { chunk, encodeItems, itemsOfRow, packRows, ROW_BYTES, rowBytes, rowItems } from '../../../lib/lineage/dynamo/rows.js';
 import { attemptShardOf, messageSk, parseTaskSk, refOfPk, sessionPk, taskSk } from '../../../lib/lineage/dynamo/keys.js';
 import { backoffDelay, DEFAULT_RETRY, isContention, isExhaustedTransient, withRetry } from '../../../lib/lineage/dynamo/retry.js';
 import { MAX_ITEM_BYTES } from '../../../lib/lineage/limits.js';
 
 const named = (name: string, extra: object = {}) => Object.assign(new Error(name), { name, ...extra });
 
-describe('item sizes', () => {
-  it('counts UTF-8 bytes of names and string values', () => {
-    expect(itemSizeBytes({ ab: 'é' })).toBe(2 + 2);
-    expect(itemSizeBytes({ n: 5 })).toBe(1 + 21);
+describe('item rows (A7)', () => {
+  it('A7: refuses an item over 4,000,000 bytes of JSON with its index, and accepts one at the limit', () => {
+    const at = (bytes: number) => ({ role: 'user', content: 'a'.repeat(bytes - '{"role":"user","content":""}'.length) });
+    expect(() => encodeItems([at(MAX_ITEM_BYTES)], [1])).not.toThrow();
+    const err = (() => {
+      try {
+        encodeItems([at(40), at(MAX_ITEM_BYTES + 1)], [1, 1]);
+      } catch (e) {
+        return e;
+      }
+    })();
+    expect(err).toBeInstanceOf(ItemTooLargeError);
+    expect(err).toMatchObject({ index: 1, bytes: MAX_ITEM_BYTES + 1, limit: MAX_ITEM_BYTES });
   });
-  it('refuses an item over the limit with its index, and accepts one just under it', () => {
-    const pk = sessionPk({ tenantId: 't', sessionId: 's' });
-    const fits = { role: 'user', content: 'a'.repeat(MAX_ITEM_BYTES - 200) };
-    expect(() => messageItemsFor(pk, 0, 1, [fits], [1])).not.toThrow();
-    const tooBig = { role: 'user', content: 'a'.repeat(MAX_ITEM_BYTES) };
-    expect(() => messageItemsFor(pk, 0, 1, [fits, tooBig], [1, 1])).toThrow(ItemTooLargeError);
-    expect(MAX_ITEM_BYTES).toBeLessThan(400 * 1024);
-  });
-  it('items keep every client field verbatim, null content and nested parts included', () => {
-    const m = { role: 'assistant', content: null, tool_calls: [{ id: '1', fn: { a: null } }], name: 'n', parts: [[{ deep: [1.5, 'é'] }]] };
-    expect(fromMessageItem(toMessageItem('pk', 3, 7, m, 4))).toEqual(m);
-  });
-  it('A4: an append measured once stays the same size at any position a lost race moves it to', () => {
+  it('A7: small items share a row, a big one spans a head and parts, and every item reads back verbatim', () => {
     const pk = sessionPk({ tenantId: 't', sessionId: 's' });
     const items = [
-      { role: 'user', content: 'é'.repeat(50) },
-      { role: 'assistant', content: null },
+      { role: 'assistant', content: null, tool_calls: [{ id: '1', fn: { a: null } }], name: 'n', parts: [[{ deep: [1.5, 'é'] }]] },
+      { role: 'user', content: '😀'.repeat(300_000) },
+      { role: 'user', content: 'x' },
+      { role: 'user', content: 'y' },
     ];
-    const { stored } = messageItemsFor(pk, 0, 1, items, [3, 1]);
-    const moved = atPosition(stored, 4_000_000, 9_876_543_210);
-    expect(moved.map((m) => [m.sk, m.generation, m.seq])).toEqual([
-      [messageSk(4_000_000, 9_876_543_210), 4_000_000, 9_876_543_210],
-      [messageSk(4_000_000, 9_876_543_211), 4_000_000, 9_876_543_211],
+    const groups = packRows(encodeItems(items, [1, 2, 3, 4]));
+    expect(groups.map((g) => g.length)).toEqual([1, 1, 2]);
+    const { heads, parts } = rowItems(pk, 0, 8, groups);
+    expect(heads.map((h) => h.sk)).toEqual([messageSk(0, 8), messageSk(0, 9), messageSk(0, 11)]);
+    expect(parts.length).toBeGreaterThan(1);
+    for (const p of parts) expect(rowBytes(p)).toBeLessThan(400_000);
+    const big = heads[1]!;
+    const read = [
+      ...itemsOfRow(heads[0]!, []),
+      ...itemsOfRow(
+        big,
+        parts.filter((p) => p.sk.startsWith(big.sk)).map((p) => p.data!),
+      ),
+      ...itemsOfRow(heads[2]!, []),
+    ];
+    expect(read.map((r) => [r.seq, r.tokens])).toEqual([
+      [8, 1],
+      [9, 2],
+      [10, 3],
+      [11, 4],
     ]);
-    expect(moved.map((m) => itemSizeBytes({ ...m, expiresAt: 0 }))).toEqual(stored.map((m) => itemSizeBytes({ ...m, expiresAt: 0 })));
-    expect(moved.map(fromMessageItem)).toEqual(items);
+    expect(read.map((r) => JSON.parse(r.body) as unknown)).toEqual(items);
+  });
+  it('chunks never split a surrogate pair and stay within a row', () => {
+    const text = 'a' + '😀'.repeat(400_000);
+    const chunks = chunk(text);
+    expect(chunks.join('')).toBe(text);
+    for (const c of chunks) {
+      expect(Buffer.byteLength(c, 'utf8')).toBeLessThanOrEqual(ROW_BYTES);
+      expect(Buffer.from(c, 'utf8').toString('utf8')).toBe(c);
+    }
+  });
+  it('a row of the one-item layout reads as a row of one item', () => {
+    const [it] = itemsOfRow({ pk: 'p', sk: messageSk(0, 5), seq: 5, body: '{"role":"user","content":"hi"}', tokens: 3 }, []);
+    expect(it).toMatchObject({ seq: 5, tokens: 3, row: { count: 1, partKeys: [] } });
   });
   it('message sort keys order by generation then sequence', () => {
     const keys = [messageSk(2, 1), messageSk(1, 10), messageSk(1, 9), messageSk(10, 1)];

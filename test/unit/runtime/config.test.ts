@@ -22,7 +22,7 @@ describe('loadConfig', () => {
       localLambdaEndpoint: undefined,
       afterTurnFunctionName: undefined,
       lambdaFunctionName: undefined,
-      maxBodyBytes: 1_048_576,
+      maxBodyBytes: 5_242_880,
       idempotencyTtlSeconds: 86_400,
       archiveRetentionSeconds: 604_800,
       apiKeyCacheTtlSeconds: 60,
