@@ -10,7 +10,7 @@ import { fileURLToPath, pathToFileURL } from 'node:url';
 import { build } from 'esbuild';
 
 const projectRoot = fileURLToPath(new URL('../..', import.meta.url));
-export const CLI_BUNDLE_DIR = join(projectRoot, 'node_modules', '.cache', 'session-lineage-cli');
+const CLI_BUNDLE_DIR = join(projectRoot, 'node_modules', '.cache', 'session-lineage-cli');
 const bundleFile = join(CLI_BUNDLE_DIR, 'cli.mjs');
 const stampFile = join(CLI_BUNDLE_DIR, 'inputs.json');
 
