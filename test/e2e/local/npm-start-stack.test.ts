@@ -103,7 +103,11 @@ async function expectCleanStop(s: Started, signal: NodeJS.Signals): Promise<void
 }
 
 function runNpm(args: string[]): Promise<{ code: number | null; stdout: string; stderr: string }> {
-  const child = spawn('npm', args, { cwd: projectRoot, env: { ...process.env, LOCAL_STACK_FILE: stackFilePath }, stdio: ['ignore', 'pipe', 'pipe'] });
+  const child = spawn('npm', args, {
+    cwd: projectRoot,
+    env: { ...process.env, LOCAL_STACK_FILE: stackFilePath },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
   let stdout = '';
   let stderr = '';
   child.stdout.on('data', (c: Buffer) => (stdout += c.toString('utf8')));
@@ -155,9 +159,12 @@ describe('npm start (issue 24)', () => {
     process.kill(a!.pid, 'SIGKILL');
     const line = `redis node ${a!.name} (pid ${a!.pid}) died (killed by SIGKILL)`;
     await expect.poll(() => second.err(), { timeout: 10_000 }).toContain(line);
-    expect(second.err().split('\n').filter((l) => l.includes(a!.name))).toEqual([
-      `${line}; leases still work on 2 of 3 nodes; restart it: npm run stack -- restart ${a!.name}`,
-    ]);
+    expect(
+      second
+        .err()
+        .split('\n')
+        .filter((l) => l.includes(a!.name)),
+    ).toEqual([`${line}; leases still work on 2 of 3 nodes; restart it: npm run stack -- restart ${a!.name}`]);
     const id = await createSession(api);
     await appendAll(api, id, turns(0, 6));
     const res = await api('POST', `/sessions/${id}/compress`, { body: { mode: 'rotate', keepLast: 2 } });

@@ -66,7 +66,9 @@ describe('the CLI and the local stack file', () => {
     );
     // The same file with a live pid is used as is (the suite's own DynamoDB Local answers).
     writeFileSync(file, JSON.stringify(testStackFile({ pid: process.pid })));
-    const live = await cli(['keys', 'list', '--json'], { env: { LOCAL_STACK_FILE: file, REDIS_URLS: '', DYNAMODB_ENDPOINT: '', TABLE_NAME: '' } });
+    const live = await cli(['keys', 'list', '--json'], {
+      env: { LOCAL_STACK_FILE: file, REDIS_URLS: '', DYNAMODB_ENDPOINT: '', TABLE_NAME: '' },
+    });
     expect(live.code, live.stderr).toBe(0);
     expect(JSON.parse(live.stdout)).toBeInstanceOf(Array);
   }, 60_000);
