@@ -12,7 +12,7 @@
 //
 // Every child runs in its own process group: a terminal's Ctrl-C reaches only this process, which
 // then stops the children in order (a child dying of that same SIGINT first would look like a crash).
-import { existsSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import { buildFunctions, projectRoot } from '../build.js';
@@ -156,6 +156,7 @@ async function devApiKey(s: LocalStack): Promise<{ key: string; reused: boolean 
       // no saved key (first run, --fresh) or an unreadable file: make a new one
     }
     const { key } = await store.create(DEV_TENANT);
+    mkdirSync(DATA_DIR, { recursive: true });
     writeFileSync(DEV_KEY_FILE, JSON.stringify({ tenant: DEV_TENANT, key }) + '\n', { mode: 0o600 });
     return { key, reused: false };
   } finally {
