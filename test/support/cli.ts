@@ -1,5 +1,5 @@
-// Running the operator CLI in tests: as a child process (`tsx infra/cli.ts`, as `npm run cli`
-// does) or in-process through `run()` with in-memory streams (for mocked AWS clients and prompts).
+// Running the operator CLI in tests: as a child process (`node infra/cli/launch.ts`, as `npm run cli`
+// does: the esbuild bundle, rebuilt when a source changed) or in-process through `run()` with in-memory streams (for mocked AWS clients and prompts).
 import { spawn } from 'node:child_process';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -16,7 +16,6 @@ export interface CliRun {
 }
 
 const projectRoot = fileURLToPath(new URL('../..', import.meta.url));
-const tsx = join(projectRoot, 'node_modules', '.bin', 'tsx');
 const STACK_VARIABLES = ['REDIS_URLS', 'DYNAMODB_ENDPOINT', 'TABLE_NAME'] as const;
 
 /** The test stack's endpoints (vitest global setup) as `npm start` would write them to its stack file. */
@@ -55,7 +54,7 @@ export function cliEnv(opts: { stackFile?: LocalStackFile; env?: Record<string, 
 /** `npm run cli -- ...args` as a child process, stdin not a terminal. */
 export function cli(args: string[], opts: { stackFile?: LocalStackFile; env?: Record<string, string> } = {}): Promise<CliRun> {
   const { env, cleanup } = cliEnv(opts);
-  const child = spawn(tsx, ['infra/cli.ts', ...args], { cwd: projectRoot, env, stdio: ['ignore', 'pipe', 'pipe'] });
+  const child = spawn(process.execPath, ['infra/cli/launch.ts', ...args], { cwd: projectRoot, env, stdio: ['ignore', 'pipe', 'pipe'] });
   let stdout = '';
   let stderr = '';
   child.stdout.on('data', (c: Buffer) => (stdout += c.toString('utf8')));

@@ -38,7 +38,7 @@ function npmStart(env: Record<string, string>, until?: (out: () => string, child
   cleanups.push(() => rmSync(stackDir, { recursive: true, force: true }));
   const child = spawn(tsx, ['infra/local/start.ts'], {
     cwd: projectRoot,
-    env: { ...process.env, LOCAL_STACK_FILE: join(stackDir, 'stack.json'), ...env },
+    env: { ...process.env, LOCAL_STACK_FILE: join(stackDir, 'stack.json'), LOCAL_DATA_DIR: join(stackDir, 'data'), ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   cleanups.push(() => {
