@@ -37,7 +37,7 @@ import { updateExpression } from './expression.js';
 import { claimTurn, foreignTurnWait, holdsTurn, NO_FOREIGN_TURN, TURN_AFTER_LOSSES } from './append-turn.js';
 import { assertLive } from './links.js';
 import { backoffDelay, sleep } from './retry.js';
-import { conditionFailedAt, itemOf, oldImageOf, oldItemOf, TRANSACTION_ENTRIES, type Table, type TransactItem } from './table.js';
+import { conditionFailedAt, itemOf, oldImageOf, oldItemOf, TRANSACTION_ENTRIES, withoutUndefined, type Table, type TransactItem } from './table.js';
 
 /** Version races a pop retries before giving up as retryable (each retry is one round trip). */
 const MAX_WRITE_ROUNDS = 40;
@@ -115,6 +115,8 @@ export class Sessions {
       if (conditionFailedAt(err, 0)) throw new SessionExistsError(ref.sessionId);
       throw err;
     }
+    // P5: the container that created a session knows its record: the first append is one call.
+    this.table.records.set(withoutUndefined(item));
     return { replayed: false, session };
   }
 
