@@ -37,7 +37,16 @@ import { updateExpression } from './expression.js';
 import { claimTurn, foreignTurnWait, holdsTurn, NO_FOREIGN_TURN, TURN_AFTER_LOSSES } from './append-turn.js';
 import { assertLive } from './links.js';
 import { backoffDelay, sleep } from './retry.js';
-import { conditionFailedAt, itemOf, oldImageOf, oldItemOf, TRANSACTION_ENTRIES, withoutUndefined, type Table, type TransactItem } from './table.js';
+import {
+  conditionFailedAt,
+  itemOf,
+  oldImageOf,
+  oldItemOf,
+  TRANSACTION_ENTRIES,
+  withoutUndefined,
+  type Table,
+  type TransactItem,
+} from './table.js';
 
 /** Version races a pop retries before giving up as retryable (each retry is one round trip). */
 const MAX_WRITE_ROUNDS = 40;
