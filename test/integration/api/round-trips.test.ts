@@ -92,20 +92,28 @@ describe('HTTP round trips (P2, issue 9)', () => {
     expect(calls.map((c) => c.op)).toEqual(['GetItemCommand', 'QueryCommand']);
   });
 
-  it('A3: an idempotent append costs its two reads side by side and one transaction', async () => {
+  it('P5/A3: an idempotent append in a warm container is one transaction; a cold one reads the record and the key side by side first', async () => {
     const deps = await httpDeps(rt);
     const ref = await seeded(2);
-    const append = request('POST', `/sessions/${ref.sessionId}/messages`, { messages: [{ role: 'user', content: 'hi' }] });
-    append.headers['idempotency-key'] = `k-${randomUUID()}`;
-    const { result, phases } = await trips.during(() => handleHttpRequest(append, deps, { requestId: 'append' }));
-    expect(result.statusCode).toBe(200);
-    expect(
+    const append = () => {
+      const req = request('POST', `/sessions/${ref.sessionId}/messages`, { messages: [{ role: 'user', content: 'hi' }] });
+      req.headers['idempotency-key'] = `k-${randomUUID()}`;
+      return req;
+    };
+    const steps = (phases: { dynamo: { op: string }[][] }) =>
       phases.dynamo.map((step) =>
         step
           .map((c) => c.op)
           .sort()
           .join(' ∥ '),
-      ),
-    ).toEqual(['GetItemCommand ∥ GetItemCommand', 'TransactWriteItemsCommand']);
+      );
+    // This container created and filled the session: it knows the record.
+    const warm = await trips.during(() => handleHttpRequest(append(), deps, { requestId: 'warm' }));
+    expect(warm.result.statusCode).toBe(200);
+    expect(steps(warm.phases)).toEqual(['TransactWriteItemsCommand']);
+    (await rt.core()).store.table.records.drop(`T#${tenantId}#S#${ref.sessionId}`);
+    const cold = await trips.during(() => handleHttpRequest(append(), deps, { requestId: 'cold' }));
+    expect(cold.result.statusCode).toBe(200);
+    expect(steps(cold.phases)).toEqual(['GetItemCommand ∥ GetItemCommand', 'TransactWriteItemsCommand']);
   });
 });
