@@ -3,7 +3,7 @@
 // Defaults point at the local stack. Secrets named by *_SSM_PARAM are read by `resolveSecrets`
 // at init, so loading the config itself never touches AWS.
 import * as z from 'zod/mini';
-import type { EngineConfig } from './compressors/engine-config.js';
+import type { EngineConfig } from './compressors/types.js';
 import { DEFAULT_ATTEMPT_SHARDS, DEFAULT_ROTATION_SHARDS } from './lineage/dynamo/keys.js';
 
 export type CompactionMode = 'rotate' | 'in_place';
@@ -214,7 +214,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   };
 }
 
-/** The compaction-engine variables alone (lib/compressors/engine-config.ts), same rules and messages. */
+/** The compaction-engine variables alone, same rules and messages as the full config. */
 export function engineConfigFromEnvironment(env: NodeJS.ProcessEnv = process.env): EngineConfig {
   return toEngineConfig(parse(z.object(engineShape), env, 'compaction engine config'));
 }
