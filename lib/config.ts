@@ -4,7 +4,17 @@
 // at init, so loading the config itself never touches AWS.
 import * as z from 'zod/mini';
 import type { EngineConfig } from './compressors/types.js';
-import { DEFAULT_ATTEMPT_SHARDS, DEFAULT_ROTATION_SHARDS } from './lineage/dynamo/keys.js';
+
+/**
+ * Default shard counts of the two sparse, time-ordered indexes, sized by `npm run bench -- capacity`
+ * (bench/CAPACITY.md) so neither caps the service below 10,000 compactions/s: each index partition
+ * takes 1,000 WCU/s, a compaction writes its attemptsByExpiry shard at begin and commit (an in-place
+ * one also its archive task) and again on every lease refresh (the attempt record's extend moves
+ * its entry), and a rotation writes one rotationsByTime entry, all at transactional cost.
+ * Shard counts may only grow: the sweep queries every shard below the configured count.
+ */
+export const DEFAULT_ATTEMPT_SHARDS = 128;
+export const DEFAULT_ROTATION_SHARDS = 32;
 
 export type CompactionMode = 'rotate' | 'in_place';
 

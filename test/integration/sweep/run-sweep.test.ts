@@ -185,7 +185,7 @@ describe('runSweep (SPEC S1-S3)', () => {
     const sessionIn = async (wanted: (shard: string) => boolean): Promise<SessionRef> => {
       for (;;) {
         const ref = { tenantId, sessionId: randomUUID() };
-        if (!wanted(attemptShardOf(sessionPk(ref), store.table.attemptShards))) continue;
+        if (!wanted(attemptShardOf(sessionPk(ref), store['table'].attemptShards))) continue;
         await store.createSession(ref);
         await store.appendItems(ref, { prepare: asIs(transcript(2)) });
         return ref;
