@@ -1,4 +1,4 @@
-// What an AWS SDK error means once the SDK's own retries (lib/clients.ts) are spent: shared by
+// What an AWS SDK error means once the SDK's own retries (lib/aws-clients.ts) are spent: shared by
 // the lineage store (lib/lineage/dynamo/retry.ts) and the API-key table (lib/api/api-keys.ts).
 
 /** Throttling: DynamoDB refused the request without applying it. */

@@ -21,7 +21,7 @@ export type CompactionMode = 'rotate' | 'in_place';
 /** Where the Redlock node URLs come from: the plain variable, or an SSM SecureString (which wins). */
 export type RedisSource = { kind: 'urls'; urls: string[] } | { kind: 'ssm'; parameterName: string };
 
-/** DynamoDB endpoint and transport; lib/clients.ts turns these into the SDK's retry and timeouts. */
+/** DynamoDB endpoint and transport; lib/aws-clients.ts turns these into the SDK's retry and timeouts. */
 export interface DynamoSettings {
   /** DynamoDB Local (local runs only). */
   endpoint?: string;
@@ -237,7 +237,7 @@ export function telemetryConfig(env: NodeJS.ProcessEnv = process.env): Pick<Conf
 
 // --- secrets --------------------------------------------------------------------------------
 
-/** Reads one decrypted SSM SecureString (lib/clients.ts: Powertools parameters, cached). */
+/** Reads one decrypted SSM SecureString (lib/aws-clients.ts: Powertools parameters, cached). */
 export type SecretReader = (parameterName: string) => Promise<string | undefined>;
 
 async function readSecret(read: SecretReader, parameterName: string, variable: string): Promise<string> {

@@ -19,7 +19,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ensureTable } from '../../infra/table.js';
 import type { ApiDeps } from '../../lib/api/http-app.js';
 import { handleHttpRequest } from '../../functions/adapters/api-gateway.js';
-import { createDynamoClient } from '../../lib/clients.js';
+import { createDynamoClient } from '../../lib/aws-clients.js';
 import { DynamoLineageStore } from '../../lib/lineage/dynamo/store.js';
 import { asIs } from '../../lib/lineage/prepare.js';
 import { silentLogger } from '../../lib/logger.js';

@@ -1,4 +1,4 @@
-// Our own retries, for what the AWS SDK's standard strategy (lib/clients.ts) does not retry:
+// Our own retries, for what the AWS SDK's standard strategy (lib/aws-clients.ts) does not retry:
 // transaction conflicts (TransactionConflictException, and a TransactionCanceled whose reasons are
 // conflicts or throttling). Transport errors, 5xx and throttling are the SDK's; when they outlive
 // its attempts they surface here as StoreRetryableError ("try again later", HTTP 503), never as

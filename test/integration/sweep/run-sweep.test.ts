@@ -4,7 +4,7 @@ import { randomUUID } from 'node:crypto';
 import type { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { storeOnOwnTable } from './own-table.js';
-import { createRedisClients, waitForRedis } from '../../../lib/clients.js';
+import { createRedisClients, waitForRedis } from '../../../lib/aws-clients.js';
 import { SessionLease } from '../../../lib/lease/session-lease.js';
 import type { DynamoLineageStore } from '../../../lib/lineage/dynamo/store.js';
 import { asIs } from '../../../lib/lineage/prepare.js';
