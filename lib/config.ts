@@ -13,6 +13,9 @@ import type { EngineConfig } from './compressors/types.js';
  * its entry), and a rotation writes one rotationsByTime entry, all at transactional cost.
  * Shard counts may only grow: the sweep queries every shard below the configured count.
  */
+/** The Redlock lease TTL: the LEASE_TTL_MS default and compaction's when none is passed. */
+export const DEFAULT_LEASE_TTL_MS = 30_000;
+
 export const DEFAULT_ATTEMPT_SHARDS = 128;
 export const DEFAULT_ROTATION_SHARDS = 32;
 
@@ -115,7 +118,7 @@ const envSchema = z.object({
   REDIS_URLS: z._default(z.string(), 'redis://127.0.0.1:6379'),
   REDIS_URLS_SSM_PARAM: z.optional(z.string()),
   REDIS_TLS_CA: z.optional(z.string().check(z.regex(/-----BEGIN CERTIFICATE-----/, 'must be a PEM certificate'))),
-  LEASE_TTL_MS: z._default(positiveInt(), 30_000),
+  LEASE_TTL_MS: z._default(positiveInt(), DEFAULT_LEASE_TTL_MS),
   COMPACTION_TOKEN_THRESHOLD: z._default(positiveInt(), 8_000),
   AFTER_TURN_COMPACTION_MODE: z._default(z.enum(['rotate', 'in_place'], { error: 'must be rotate or in_place' }), 'rotate'),
   AFTER_TURN_IDEMPOTENCY_TTL_SECONDS: z._default(positiveInt(), 24 * 3600),
