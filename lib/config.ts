@@ -270,3 +270,13 @@ export async function resolveEngine(config: Pick<Config, 'engine' | 'openAiApiKe
   if (engine.kind !== 'openai' || !openAiApiKeySsmParam) return engine;
   return { ...engine, apiKey: await readSecret(read, openAiApiKeySsmParam, 'OPENAI_API_KEY_SSM_PARAM') };
 }
+
+/** The region of an AWS client built without one (tests, CLI, benchmarks): AWS_REGION, else the local stack's. */
+export function defaultAwsRegion(env: NodeJS.ProcessEnv = process.env): string {
+  return env.AWS_REGION ?? 'us-east-1';
+}
+
+/** The X-Ray trace header of the running invocation: Lambda sets it per invocation, so it is read at each call. */
+export function currentTraceHeader(env: NodeJS.ProcessEnv = process.env): string | undefined {
+  return env._X_AMZN_TRACE_ID;
+}
