@@ -14,7 +14,7 @@ import { buildFunctions, inputBytes, packageOf, type BuiltFunction } from '../in
 import { ensureTable } from '../infra/table.js';
 import { sqsShapedEvent } from '../lib/after-turn/local-invoke.js';
 import { ApiKeyStore } from '../lib/api/api-keys.js';
-import { createDynamoClient } from '../lib/clients.js';
+import { createDynamoClient } from '../lib/aws-clients.js';
 import { compare, round, type Comparison } from './stats.js';
 import { bareShardQueriesMs } from './sweep-floor.js';
 

@@ -4,7 +4,7 @@ import { buildFunctions } from '../../infra/build.js';
 import { invokeLocal, startOffline } from '../../infra/local/offline.js';
 import { freePort } from '../../infra/local/processes.js';
 import { ApiKeyStore } from '../../lib/api/api-keys.js';
-import { createDynamoClient } from '../../lib/clients.js';
+import { createDynamoClient } from '../../lib/aws-clients.js';
 
 export interface LocalServiceOptions {
   /** Extra environment for the functions (e.g. COMPACTION_TOKEN_THRESHOLD). */

@@ -16,8 +16,8 @@ async function storeOf(target: Target): Promise<DynamoLineageStore> {
 
 /** Not found, or deleted (the store answers both as null; an operator wants to know which). */
 async function notFound(store: DynamoLineageStore, ref: SessionRef): Promise<CliError> {
-  const meta = await store.table.getMeta(ref);
-  const why = meta?.deletedAt ? `was deleted at ${meta.deletedAt}` : 'not found';
+  const deletedAt = await store.deletedAt(ref);
+  const why = deletedAt ? `was deleted at ${deletedAt}` : 'not found';
   return new CliError(`session ${ref.sessionId} of tenant ${ref.tenantId} ${why}`);
 }
 

@@ -4,7 +4,7 @@ import { randomUUID } from 'node:crypto';
 import type { APIGatewayProxyEventV2 } from 'aws-lambda';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ApiKeyStore } from '../../../lib/api/api-keys.js';
-import { handleHttpRequest } from '../../../lib/api/http-app.js';
+import { handleHttpRequest } from '../../../functions/adapters/api-gateway.js';
 import { asIs } from '../../../lib/lineage/prepare.js';
 import { httpDeps, Runtime } from '../../../lib/runtime.js';
 import { sessionKey } from '../../../lib/session-ref.js';
