@@ -150,7 +150,7 @@ export async function benchAppend(stack: LocalStack, iterations: number): Promis
       const ref = await session(probe, 'chat');
       await store.appendItems(ref, { prepare: asIs(items) });
       const warm = await probe.measure(`warm append of ${n}`, () => store.appendItems(ref, { prepare: asIs(items) }));
-      store.table.records.drop(sessionPk(ref));
+      store['table'].records.drop(sessionPk(ref));
       const cold = await probe.measure(`cold append of ${n}`, () => store.appendItems(ref, { prepare: asIs(items) }));
       // The bare baseline: the record update and the same packed rows, one TransactWriteItems, no conditions.
       const bare = await session(probe, 'chat');

@@ -111,7 +111,7 @@ describe('HTTP round trips (P2, issue 9)', () => {
     const warm = await trips.during(() => handleHttpRequest(append(), deps, { requestId: 'warm' }));
     expect(warm.result.statusCode).toBe(200);
     expect(steps(warm.phases)).toEqual(['TransactWriteItemsCommand']);
-    (await rt.core()).store.table.records.drop(`T#${tenantId}#S#${ref.sessionId}`);
+    (await rt.core()).store['table'].records.drop(`T#${tenantId}#S#${ref.sessionId}`);
     const cold = await trips.during(() => handleHttpRequest(append(), deps, { requestId: 'cold' }));
     expect(cold.result.statusCode).toBe(200);
     expect(steps(cold.phases)).toEqual(['GetItemCommand ∥ GetItemCommand', 'TransactWriteItemsCommand']);
