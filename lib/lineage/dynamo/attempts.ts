@@ -9,7 +9,7 @@
 import { randomUUID } from 'node:crypto';
 import type { Item } from '../../items/types.js';
 import type { SessionRef } from '../../session-ref.js';
-import { AttemptInFlightError } from '../errors.js';
+import { AttemptInFlightError, StoreOutcomeUnknownError, StoreRetryableError } from '../errors.js';
 import type { AttemptRecord, BeginAttemptInput, BegunAttempt, ExpiredAttempt, StoreTask, SweepPage } from '../types.js';
 import { toSessionRecord, withDefaults, type MetaItem, type StoredAttempt, type StoredMeta } from './items.js';
 import { runPartsTask } from './parts.js';
@@ -28,7 +28,7 @@ import {
   taskSk,
 } from './keys.js';
 import { assertLive } from './links.js';
-import { isConditionFailure } from './retry.js';
+import { isConditionFailure, mayHaveApplied } from './retry.js';
 import { forEachShard, oldImageOf, type Key, type Table } from './table.js';
 
 /** Attempt attributes a commit, abandon or cleanup removes. */
@@ -40,6 +40,31 @@ const ARCHIVE_GRACE_MS = 120_000;
 const FENCE_COUNTER_OK =
   '((attribute_exists(#fenceCounter) AND #fenceCounter >= #generation) OR attribute_not_exists(#generation) OR ' +
   '(attribute_not_exists(#fenceCounter) AND #generation = :zero))';
+
+/**
+ * Finding 2 (issue 22): the recorded attempt may be replaced when its lease ended before ours.
+ * Redis leases of one session do not overlap (L1, L2), so a caller granted the lease after the
+ * recorded holder's lease ended has a later expiry, while a late begin of an earlier holder (it
+ * was paused between its acquire and its begin) has an earlier one and is refused: it cannot take
+ * over a live successor. A begin that landed unconfirmed therefore blocks compaction only until
+ * the next caller is granted the lease (at once when the refused request released it, at most one
+ * lease TTL when that release was lost), not until the recorded attempt's lease runs out.
+ * Safety never rests on this clause: the new fence refuses the replaced holder's commit (L6, I1).
+ */
+const TAKEOVER = '(attribute_not_exists(#attempt) OR #leaseExpiresAt < :now OR #leaseExpiresAt < :exp)';
+
+/** The same rule in TypeScript, for the answer to a refused begin. */
+function mayTakeOver(old: MetaItem, leaseExpiresAt: number, now: number): boolean {
+  const recorded = old.leaseExpiresAt ?? 0;
+  return recorded < now || recorded < leaseExpiresAt;
+}
+
+/** A begin whose own earlier try is on the record: the attempt as that try recorded it. */
+function ownBeginOf(meta: MetaItem, attemptId: string): BegunAttempt | undefined {
+  if (meta.attempt?.attemptId !== attemptId) return undefined;
+  const { stale: _stale, ...attempt } = meta.attempt;
+  return { attempt, session: toSessionRecord(meta), version: meta.version };
+}
 
 export class Attempts {
   constructor(private readonly table: Table) {}
@@ -63,10 +88,12 @@ export class Attempts {
               'SET #fenceCounter = if_not_exists(#fenceCounter, :zero) + :one, #fence = if_not_exists(#fenceCounter, :zero) + :one, ' +
               '#attempt = :attempt, #attemptShard = :shard, #leaseExpiresAt = :exp, #attemptWatermark = if_not_exists(#lastSeq, :zero), ' +
               '#lastActivity = :mark ADD #version :one REMOVE #seal',
-            // A live attempt is never replaced: only one whose lease expired (crashed, or paused past it).
+            // A recorded attempt is replaced only when its lease ended before ours: it expired (a crashed or
+            // paused holder), or ours was granted after it (its holder died or was refused after its begin
+            // landed, finding 2). See TAKEOVER. The fence keeps the replaced holder from committing (L6).
             condition:
               'attribute_exists(pk) AND attribute_not_exists(#endedAt) AND attribute_not_exists(#childSessionId) AND ' +
-              `attribute_not_exists(#deletedAt) AND (attribute_not_exists(#attempt) OR #leaseExpiresAt < :now) AND ${FENCE_COUNTER_OK}`,
+              `attribute_not_exists(#deletedAt) AND ${TAKEOVER} AND ${FENCE_COUNTER_OK}`,
           },
           {
             ':zero': 0,
@@ -87,13 +114,39 @@ export class Attempts {
         const after: MetaItem = { ...old, fence, fenceCounter: fence, attempt, attemptWatermark: old.lastSeq, version: old.version + 1 };
         return { attempt, session: toSessionRecord(after), version: after.version, ...(old.attempt ? { replaced: old.attempt } : {}) };
       } catch (err) {
+        if (err instanceof StoreRetryableError && mayHaveApplied(err.cause)) return await this.verifyBegin(ref, stored.attemptId, err);
         if (!isConditionFailure(err)) throw err;
         const old = await assertLive(this.table, ref, oldImageOf(err));
-        if (old.attempt && (old.leaseExpiresAt ?? 0) >= this.table.now()) throw new AttemptInFlightError(ref.sessionId, old.attempt.holder);
+        // An earlier try of this very update landed and its answer was lost (the SDK resent it).
+        const ours = ownBeginOf(old, stored.attemptId);
+        if (ours) return ours;
+        if (old.attempt && !mayTakeOver(old, input.leaseExpiresAt, this.table.now()))
+          throw new AttemptInFlightError(ref.sessionId, old.attempt.holder);
         if (seeded) throw err;
         await this.seedFenceCounter(ref);
       }
     }
+  }
+
+  /**
+   * Issue 22, item 1: the begin was sent and never answered, so it may have landed. The record
+   * says: our attempt is there (go on with it), or it is not (nothing applied yet: should the
+   * stalled update land later, the next caller granted the lease takes it over, see TAKEOVER).
+   * A read that fails too cannot tell: the outcome stays unknown.
+   */
+  private async verifyBegin(ref: SessionRef, attemptId: string, err: StoreRetryableError): Promise<BegunAttempt> {
+    let meta: MetaItem | undefined;
+    try {
+      meta = await this.table.getMeta(ref);
+    } catch {
+      throw new StoreOutcomeUnknownError(
+        `begin attempt on ${ref.sessionId}: DynamoDB did not confirm it and the record could not be read`,
+        err.cause,
+      );
+    }
+    const ours = meta && ownBeginOf(meta, attemptId);
+    if (ours) return ours;
+    throw err;
   }
 
   /** C3: lift a pre-fencing record's counter to its generation, so the next fence is above it. */

@@ -87,10 +87,11 @@ describe('rotation commit', () => {
     expect((await store.findAllForks()).filter((f) => f.parent.tenantId === ref.tenantId)).toEqual([]);
   });
 
-  it('L6: a live attempt is never replaced: a second begin gets AttemptInFlightError naming the holder', async () => {
+  it('L6: a live attempt is never replaced by a lease that ends no later: a second begin gets AttemptInFlightError naming the holder', async () => {
     const ref = await newSession(store);
     await begin(store, ref, 'A');
-    const err = await begin(store, ref, 'B').catch((e: unknown) => e);
+    // Leases do not overlap: a begin whose lease ends before A's was granted before A's (begin-takeover.test.ts).
+    const err = await begin(store, ref, 'B', 20_000).catch((e: unknown) => e);
     expect(err).toBeInstanceOf(AttemptInFlightError);
     expect((err as AttemptInFlightError).holder).toBe('A');
   });
