@@ -36,6 +36,7 @@ import { encodeItems, packRows, rowItems, type Encoded, type RowRef } from './ro
 import { updateExpression } from './expression.js';
 import { claimTurn, foreignTurnWait, holdsTurn, NO_FOREIGN_TURN, TURN_AFTER_LOSSES } from './append-turn.js';
 import { assertLive } from './links.js';
+import { conversationIdempotencyKey, conversationItemFor, ConversationTakenError } from './conversation-items.js';
 import { backoffDelay, sleep } from './retry.js';
 import { conditionFailedAt, itemOf, oldImageOf, oldItemOf, TRANSACTION_ENTRIES, type Table, type TransactItem } from './table.js';
 
@@ -80,9 +81,11 @@ export class Sessions {
 
   async create(input: CreateSessionInput): Promise<CreateResult> {
     const ref = { tenantId: input.tenantId, sessionId: input.sessionId ?? randomUUID() };
+    const conversationId = input.conversationId ?? ref.sessionId;
     const item: MetaItem = {
       ...metaKey(ref),
       ...ref,
+      conversationId,
       format: input.format ?? 'chat',
       source: input.source,
       metadataJson: input.metadata === undefined ? undefined : JSON.stringify(input.metadata),
@@ -105,6 +108,8 @@ export class Sessions {
       const record = idempotencyRecord(key, idem, response, this.table.now(), this.idempotencyTtlSeconds);
       entries.push(this.table.put(record, IDEMPOTENCY_CONDITION, { ':nowSec': Math.floor(this.table.now() / 1000) }));
     }
+    // K1: every chain is a conversation, created with its root in the same transaction.
+    entries.push(this.table.put(conversationItemFor(item, conversationId), 'attribute_not_exists(pk)'));
     try {
       await this.table.transact('create session', entries);
     } catch (err) {
@@ -113,6 +118,9 @@ export class Sessions {
         return { replayed: true, response: replay(oldItemOf<IdempotencyRecord>(err, 1)!, idem) };
       }
       if (conditionFailedAt(err, 0)) throw new SessionExistsError(ref.sessionId);
+      if (conditionFailedAt(err, entries.length - 1)) {
+        throw input.conversationId === undefined ? new SessionExistsError(ref.sessionId) : new ConversationTakenError(conversationId);
+      }
       throw err;
     }
     return { replayed: false, session };
@@ -126,7 +134,9 @@ export class Sessions {
   async append(ref: SessionRef, input: AppendInput): Promise<AppendResult> {
     const pk = sessionPk(ref);
     const idem = input.idempotency;
-    const idemKey = idem && appendIdempotencyKey(ref, idem.key);
+    const idemKey =
+      idem &&
+      (idem.conversation ? conversationIdempotencyKey(ref.tenantId, idem.conversation, idem.key) : appendIdempotencyKey(ref, idem.key));
     const [first, seen] = await Promise.all([
       this.table.getMeta(ref),
       idemKey ? this.table.getItem<IdempotencyRecord>(idemKey) : Promise.resolve(undefined),
@@ -432,31 +442,9 @@ export class Sessions {
 
   /** A6: tombstone the record (links stay for relatives) and leave the items to a purge task. */
   async delete(ref: SessionRef): Promise<void> {
-    const pk = sessionPk(ref);
     const meta = await this.table.requireMeta(ref);
-    const at = this.table.isoNow();
     try {
-      await this.table.transact('delete session', [
-        this.table.metaUpdate(
-          ref,
-          {
-            update:
-              'SET #deletedAt = :at ADD #version :one ' +
-              'REMOVE #metadataJson, #metadata, #attempt, #attemptShard, #leaseExpiresAt, #attemptWatermark, #seal, #turn',
-            condition: 'attribute_exists(pk) AND attribute_not_exists(#deletedAt)',
-          },
-          { ':at': at, ':one': 1 },
-        ),
-        this.table.put({
-          pk,
-          sk: taskSk('purge', 0),
-          kind: 'purge',
-          generation: 0,
-          attemptShard: attemptShardOf(pk, this.table.attemptShards),
-          leaseExpiresAt: this.table.now(),
-          ...(meta.attempt ? { pendingChildId: meta.attempt.pendingChildId } : {}),
-        }),
-      ]);
+      await this.table.transact('delete session', tombstoneEntries(this.table, meta));
     } catch (err) {
       if (conditionFailedAt(err, 0)) throw new SessionNotFoundError(ref.sessionId);
       throw err;
@@ -472,4 +460,34 @@ export class Sessions {
       { ':mark': { label, at: this.table.isoNow() } },
     );
   }
+}
+
+/**
+ * A6/K3: a session's tombstone (its record stays so relatives' links resolve) and the task that
+ * purges its items: two transaction entries, the first conditioned on "not deleted yet".
+ */
+export function tombstoneEntries(table: Table, meta: MetaItem): TransactItem[] {
+  const ref = { tenantId: meta.tenantId, sessionId: meta.sessionId };
+  const pk = sessionPk(ref);
+  return [
+    table.metaUpdate(
+      ref,
+      {
+        update:
+          'SET #deletedAt = :at ADD #version :one ' +
+          'REMOVE #metadataJson, #metadata, #attempt, #attemptShard, #leaseExpiresAt, #attemptWatermark, #seal, #turn',
+        condition: 'attribute_exists(pk) AND attribute_not_exists(#deletedAt)',
+      },
+      { ':at': table.isoNow(), ':one': 1 },
+    ),
+    table.put({
+      pk,
+      sk: taskSk('purge', 0),
+      kind: 'purge',
+      generation: 0,
+      attemptShard: attemptShardOf(pk, table.attemptShards),
+      leaseExpiresAt: table.now(),
+      ...(meta.attempt ? { pendingChildId: meta.attempt.pendingChildId } : {}),
+    }),
+  ];
 }
