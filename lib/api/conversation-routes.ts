@@ -178,21 +178,28 @@ export const conversationRoutes: readonly Route[] = [
     async handle(ctx) {
       const body = parseWith(putConversationBody, ctx.body, 'body');
       if (body.metadata) assertMetadata(body.metadata);
-      const r = await ctx.deps.store.ensureConversation(
-        {
-          tenantId: ctx.tenantId,
-          conversationId: convIdOf(ctx),
-          ...(body.format !== undefined ? { format: body.format } : {}),
-          ...(body.source !== undefined ? { source: body.source } : {}),
-          ...(body.metadata !== undefined ? { metadata: body.metadata } : {}),
-        },
-        body.format !== undefined,
-      );
-      if (r.created) {
-        tipsOf(ctx.deps).set(ctx.tenantId, convIdOf(ctx), tipOf(r.conversation));
-        return { status: 201, body: { conversation: conversationView(r.conversation, 0) } };
+      for (let round = 0; ; round++) {
+        const r = await ctx.deps.store.ensureConversation(
+          {
+            tenantId: ctx.tenantId,
+            conversationId: convIdOf(ctx),
+            ...(body.format !== undefined ? { format: body.format } : {}),
+            ...(body.source !== undefined ? { source: body.source } : {}),
+            ...(body.metadata !== undefined ? { metadata: body.metadata } : {}),
+          },
+          body.format !== undefined,
+        );
+        if (r.created) {
+          tipsOf(ctx.deps).set(ctx.tenantId, convIdOf(ctx), tipOf(r.conversation));
+          return { status: 201, body: { conversation: conversationView(r.conversation, 0) } };
+        }
+        try {
+          return { status: 200, body: { conversation: await describe(ctx, r.conversation) } };
+        } catch (err) {
+          // A DELETE took the conversation between our reads: a PUT never answers 404, it creates it again.
+          if (!(err instanceof HttpError && err.status === 404) || round >= 3) throw err;
+        }
       }
-      return { status: 200, body: { conversation: await describe(ctx, r.conversation) } };
     },
   },
   {

@@ -80,7 +80,7 @@ export function fromDomainError(err: unknown): HttpError | null {
   if (err instanceof HttpError) return err;
   if (err instanceof SessionNotFoundError) return notFound(err.sessionId);
   if (err instanceof ConversationNotFoundError) return new HttpError(404, 'not_found', err.message);
-  if (err instanceof FormatMismatchError) return new HttpError(409, 'format_mismatch', err.message, { format: err.format });
+  if (err instanceof FormatMismatchError) return new HttpError(409, 'format_mismatch', err.message);
   if (err instanceof SessionEndedError || err instanceof RotationLostError) {
     return new HttpError(409, 'session_ended', err.message, { liveSessionId: err.liveSessionId });
   }
