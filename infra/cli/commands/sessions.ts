@@ -99,10 +99,11 @@ export const lineage: Command = {
     if (!SESSION_ID_PATTERN.test(id)) conversationIdOf(id, LINEAGE_USAGE);
     return withTarget(values, io, async (target) => {
       const store = await storeOf(target);
-      // A session id first; else a conversation id (K1), whose chain is read from its live session.
+      // A session id first (a deleted one included: it is reported as such); else a conversation id (K1),
+      // whose chain is read from its live session.
       let ref: SessionRef = { tenantId, sessionId: id };
       let conversationId: string | undefined;
-      if (!SESSION_ID_PATTERN.test(id) || !(await store.getSession(ref))) {
+      if (!SESSION_ID_PATTERN.test(id) || !(await store.table.getMeta(ref))) {
         const conversation = await store.getConversation(tenantId, id);
         if (conversation) {
           conversationId = id;

@@ -16,7 +16,7 @@ beforeAll(async () => {
   service = await startLocalService({ afterTurn: false });
   api = apiClient(service.baseUrl, await service.createApiKey(`t-${randomUUID().slice(0, 8)}`));
   other = apiClient(service.baseUrl, await service.createApiKey(`t-${randomUUID().slice(0, 8)}`));
-});
+}, 240_000);
 
 afterAll(async () => {
   await service?.stop();

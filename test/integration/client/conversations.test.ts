@@ -11,7 +11,7 @@ let client: LineageClient;
 beforeAll(async () => {
   service = await startLocalService({ afterTurn: false });
   client = new LineageClient({ baseUrl: service.baseUrl, apiKey: await service.createApiKey(`c-${randomUUID().slice(0, 8)}`) });
-});
+}, 240_000);
 afterAll(async () => {
   await service?.stop();
 });
