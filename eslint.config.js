@@ -2,6 +2,9 @@
 // rule (SPEC I3) lives in async cleanup, where an un-awaited promise is the likely bug: floating and
 // misused promises are errors everywhere. Tests and benchmarks read JSON off the wire and drive
 // mocks, so the "unsafe any" family and unbound-method are relaxed there, and only there.
+// Boundaries (BRIEF "Layout"): lib/ is the domain, with no AWS event types (functions/ adapts
+// them); only the composition root (lib/runtime.ts) and the DynamoDB package itself reach into
+// lib/lineage/dynamo/; the client package imports nothing from the server.
 import js from '@eslint/js';
 import tseslint from 'typescript-eslint';
 
@@ -27,6 +30,45 @@ export default tseslint.config(
       '@typescript-eslint/no-unused-vars': ['error', { argsIgnorePattern: '^_', varsIgnorePattern: '^_' }],
       '@typescript-eslint/no-floating-promises': 'error',
       '@typescript-eslint/no-misused-promises': 'error',
+    },
+  },
+  {
+    files: ['lib/**/*.ts'],
+    ignores: ['lib/runtime.ts', 'lib/lineage/dynamo/**', 'lib/client/**'],
+    rules: {
+      'no-restricted-imports': [
+        'error',
+        {
+          paths: [{ name: 'aws-lambda', message: 'lib/ has no AWS event types: adapt the event in functions/.' }],
+          patterns: [
+            {
+              regex: '(^|/)lineage/dynamo/|^\\./dynamo/',
+              message: 'DynamoDB internals: reach them through the store contract (lib/lineage) or the runtime.',
+            },
+          ],
+        },
+      ],
+    },
+  },
+  {
+    files: ['lib/lineage/dynamo/**/*.ts', 'lib/runtime.ts'],
+    rules: {
+      'no-restricted-imports': [
+        'error',
+        { paths: [{ name: 'aws-lambda', message: 'lib/ has no AWS event types: adapt the event in functions/.' }] },
+      ],
+    },
+  },
+  {
+    files: ['lib/client/**/*.ts'],
+    rules: {
+      'no-restricted-imports': [
+        'error',
+        {
+          paths: [{ name: 'aws-lambda', message: 'the client package imports nothing from the server.' }],
+          patterns: [{ regex: '^\\.\\./', message: 'the client package (its own npm package) imports nothing from the server.' }],
+        },
+      ],
     },
   },
   {

@@ -2,7 +2,7 @@
 // (infra/build.ts: entry + statically imported chunks; lazily loaded chunks apart), and cold init:
 // a fresh `node` imports the bundle and answers its first request against the local stack
 // (http: one authenticated GET; afterTurn: one SQS record below the threshold; sweep: one run on
-// an empty table), against a fresh `node` importing an empty module, interleaved in one run.
+// an empty table; docs: GET /docs/swagger-ui-bundle.js, read from disk), against a fresh `node` importing an empty module, interleaved in one run.
 import { execFile } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
@@ -14,7 +14,7 @@ import { buildFunctions, inputBytes, packageOf, type BuiltFunction } from '../in
 import { ensureTable } from '../infra/table.js';
 import { sqsShapedEvent } from '../lib/after-turn/local-invoke.js';
 import { ApiKeyStore } from '../lib/api/api-keys.js';
-import { createDynamoClient } from '../lib/clients.js';
+import { createDynamoClient } from '../lib/aws-clients.js';
 import { compare, round, type Comparison } from './stats.js';
 import { bareShardQueriesMs } from './sweep-floor.js';
 
@@ -28,6 +28,8 @@ export interface BundleRow {
   /** Chunks only a dynamic import() that runs loads (the tokenizer, the SDK's unused credential providers). */
   lazyKib: number;
   files: number;
+  /** Static files served from disk beside the bundle, gzipped (docs: Swagger UI), not in `bytes`. */
+  assetKib: number;
   /** Largest packages (or our own files) by bytes in the entry. */
   topInputs: { path: string; kib: number }[];
   /** In-process `await import(bundle)` vs `await import(empty)`, each in a fresh node process. */
@@ -163,6 +165,8 @@ async function firstRequests(
     http: httpGet(`/sessions/${sessionId}`, apiKey),
     'after-turn': sqsShapedEvent([{ messageId: randomUUID(), body: JSON.stringify({ tenantId, sessionId, origin: 'turn' }) }]),
     sweep: {},
+    // The heaviest first request of docs: reads the gzipped Swagger UI bundle from beside index.mjs.
+    docs: { ...httpGet('/docs/swagger-ui-bundle.js', apiKey), headers: { 'accept-encoding': 'gzip' } },
   };
 }
 
@@ -206,6 +210,7 @@ export async function benchBundles(_functionsDir: string, runs: number, env: Nod
         kib: round(b.bytes / 1024, 1),
         lazyKib: round(b.lazyBytes / 1024, 1),
         files: b.files.length,
+        assetKib: round(b.assetBytes / 1024, 1),
         topInputs: topInputs(b),
         importMs: compare(
           subject.map((s) => s.importMs),

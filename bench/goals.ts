@@ -30,6 +30,11 @@ export function goalsOf(r: BenchResults): GoalRow[] {
       goals.push(atMost('P3-inplace-trips-1000-vs-10', Math.round((large.dynamoSteps / small.dynamoSteps) * 100) / 100, 1, 'x'));
   }
   if (r.loser) goals.push(atMost('P2-loser-ratio', r.loser.ratioP50, 2, 'x'));
+  // P5 (issue 23): a warm append is one DynamoDB call, within 1.3x a bare transaction of the same rows.
+  if (r.append?.length) {
+    goals.push(atMost('P5-append-warm-calls', Math.max(...r.append.map((a) => a.warmCalls)), 1, 'calls'));
+    goals.push(atMost('P5-append-ratio', Math.max(...r.append.map((a) => a.warmVsBareTransaction.ratioP50)), 1.3, 'x'));
+  }
   // A7 (issue 19): packed rows write no more than one row per item did, and tail=20 reads no more.
   const small = r.storage?.find((s) => s.measure.startsWith('append of 10 items'));
   if (small?.oldLayout)

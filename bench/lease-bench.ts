@@ -1,7 +1,7 @@
 // Lease acquire / refresh / release vs bare Redis round trips on the same nodes.
 import { randomUUID } from 'node:crypto';
 import type { Redis } from 'ioredis';
-import { createRedisClients, waitForRedis } from '../lib/clients.js';
+import { createRedisClients, waitForRedis } from '../lib/aws-clients.js';
 import { SessionLease } from '../lib/lease/index.js';
 import { compare, timeIt, type Comparison } from './stats.js';
 

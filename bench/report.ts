@@ -1,6 +1,6 @@
 // Renders bench results as a plain-text table and as bench/README.md (with the last chaos counts).
 import type { JsonBodyBenchResult } from './json-body-bench.js';
-import type { StorageRow } from './storage-bench.js';
+import type { AppendRow, StorageRow } from './storage-bench.js';
 import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import type { BundleRow } from './bundle-bench.js';
 import type { CommitBenchResult } from './commit-bench.js';
@@ -35,6 +35,8 @@ export interface BenchResults {
   clientBundle?: GoalRow;
   /** A7: capacity of the packed-row layout next to the one-row-per-item layout (bench/storage-bench.ts). */
   storage?: StorageRow[];
+  /** P5: warm and cold appends counted, a warm one timed against a bare TransactWriteItems (bench/storage-bench.ts). */
+  append?: AppendRow[];
   /** SPEC P1-P4 and the issues' targets, from this run. */
   goals?: GoalRow[];
 }
@@ -97,6 +99,19 @@ export function sections(r: BenchResults): string[] {
             s.oldLayout === null ? 'refused (over 400 KB)' : `${s.oldLayout} ${s.unit}`,
             `${s.newLayout} ${s.unit}`,
             s.newCalls,
+          ]),
+        ),
+    );
+  }
+  if (r.append) {
+    out.push(
+      `### Appends (SPEC P5): calls counted, a warm append timed against a bare TransactWriteItems of the same rows\n\n` +
+        table(
+          ['append', 'DynamoDB calls warm / cold', 'warm append p50 / p99', 'bare transaction p50 / p99', 'ratio of p50s'],
+          r.append.map((a) => [
+            `${a.items} item(s) of 200 B`,
+            `${a.warmCalls} / ${a.coldCalls}`,
+            ...cmp(a.warmVsBareTransaction).split(' | '),
           ]),
         ),
     );

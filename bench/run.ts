@@ -19,7 +19,7 @@ import { benchLease } from './lease-bench.js';
 import { benchQuorumLoss } from './quorum-bench.js';
 import { writeReadme, summaryTable, type BenchResults } from './report.js';
 import { benchScale } from './scale-bench.js';
-import { benchStorage } from './storage-bench.js';
+import { benchAppend, benchStorage } from './storage-bench.js';
 import { benchTokens } from './token-bench.js';
 
 const scale = Number(process.env.BENCH_SCALE ?? 1) || 1;
@@ -78,6 +78,8 @@ try {
   if (want('storage')) {
     step('storage layout (A7)');
     results.storage = await benchStorage(stack);
+    step('append vs a bare transaction (P5)');
+    results.append = await benchAppend(stack, n(60));
   }
   if (want('quorum')) {
     step('quorum loss');

@@ -12,6 +12,16 @@ import { messageSk, metaKey, sessionPk } from '../lib/lineage/dynamo/keys.js';
 import { asIs } from '../lib/lineage/prepare.js';
 import type { SessionRef } from '../lib/session-ref.js';
 import { startProbe, type Probe } from './capacity/probe.js';
+import { encodeItems, packRows, rowItems } from '../lib/lineage/dynamo/rows.js';
+import { interleave, type Comparison } from './stats.js';
+
+/** P5: an append in a warm container (one call) vs one bare TransactWriteItems of the same rows. */
+export interface AppendRow {
+  items: number;
+  warmCalls: number;
+  coldCalls: number;
+  warmVsBareTransaction: Comparison;
+}
 
 export interface StorageRow {
   measure: string;
@@ -125,4 +135,60 @@ export async function benchStorage(stack: LocalStack): Promise<StorageRow[]> {
     await probe.close();
   }
   return rows;
+}
+
+/** P5 (issue 23): calls of a warm and a cold append, and a warm append timed against a bare transaction of the same rows. */
+export async function benchAppend(stack: LocalStack, iterations: number): Promise<AppendRow[]> {
+  process.env.POWERTOOLS_LOG_LEVEL ??= 'ERROR';
+  const probe = await startProbe({ env: stackEnv(stack), endpoint: stack.dynamodbEndpoint, tableName: `append-bench-${Date.now()}` });
+  const doc = DynamoDBDocumentClient.from(probe.core.dynamo);
+  const store = probe.core.store;
+  const out: AppendRow[] = [];
+  try {
+    for (const n of [1, 10]) {
+      const items = Array.from({ length: n }, (_, i) => text(200, `${i}:`));
+      const ref = await session(probe, 'chat');
+      await store.appendItems(ref, { prepare: asIs(items) });
+      const warm = await probe.measure(`warm append of ${n}`, () => store.appendItems(ref, { prepare: asIs(items) }));
+      store['table'].records.drop(sessionPk(ref));
+      const cold = await probe.measure(`cold append of ${n}`, () => store.appendItems(ref, { prepare: asIs(items) }));
+      // The bare baseline: the record update and the same packed rows, one TransactWriteItems, no conditions.
+      const bare = await session(probe, 'chat');
+      const groups = packRows(
+        encodeItems(
+          items,
+          items.map(() => 50),
+        ),
+      );
+      let next = 1;
+      const vs = await interleave(
+        iterations,
+        () => store.appendItems(ref, { prepare: asIs(items) }),
+        async () => {
+          const rows = rowItems(sessionPk(bare), 0, next, groups);
+          next += n;
+          await doc.send(
+            new TransactWriteCommand({
+              TransactItems: [
+                {
+                  Update: {
+                    TableName: probe.tableName,
+                    Key: metaKey(bare),
+                    UpdateExpression: 'SET #l = :l ADD #v :one',
+                    ExpressionAttributeNames: { '#l': 'lastSeq', '#v': 'version' },
+                    ExpressionAttributeValues: { ':l': next - 1, ':one': 1 },
+                  },
+                },
+                ...[...rows.heads, ...rows.parts].map((Item) => ({ Put: { TableName: probe.tableName, Item } })),
+              ],
+            }),
+          );
+        },
+      );
+      out.push({ items: n, warmCalls: warm.answer.calls, coldCalls: cold.answer.calls, warmVsBareTransaction: vs });
+    }
+  } finally {
+    await probe.close();
+  }
+  return out;
 }

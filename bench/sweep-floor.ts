@@ -4,7 +4,7 @@
 // connections, as in a cold container): the part of the sweep's cold init that is DynamoDB's
 // time (here DynamoDB Local's, which spends milliseconds of CPU per Query on a 2-core box).
 import { QueryCommand } from '@aws-sdk/client-dynamodb';
-import { createDynamoClient } from '../lib/clients.js';
+import { createDynamoClient } from '../lib/aws-clients.js';
 import { allShards, ATTEMPTS_INDEX, DEFAULT_ATTEMPT_SHARDS, DEFAULT_ROTATION_SHARDS, ROTATIONS_INDEX } from '../lib/lineage/dynamo/keys.js';
 import { forEachShard } from '../lib/lineage/dynamo/table.js';
 

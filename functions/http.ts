@@ -3,7 +3,8 @@
 import { injectLambdaContext } from '@aws-lambda-powertools/logger/middleware';
 import middy from '@middy/core';
 import type { APIGatewayProxyEventV2, APIGatewayProxyStructuredResultV2, Context } from 'aws-lambda';
-import { handleHttpRequest, type ApiDeps } from '../lib/api/http-app.js';
+import type { ApiDeps } from '../lib/api/http-app.js';
+import { handleHttpRequest } from './adapters/api-gateway.js';
 import { httpDeps, runtime, type HandlerTelemetry } from '../lib/runtime.js';
 
 export function createHttpHandler(getDeps: () => Promise<ApiDeps>, { logger }: HandlerTelemetry = runtime) {

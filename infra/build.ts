@@ -1,15 +1,32 @@
 // `npm run build`: bundles each functions/*.ts Lambda handler with esbuild into its own
 // .esbuild/<name>/ (what serverless.yml packages): index.mjs, the chunks it loads lazily
 // (code-split ESM: a dynamic import() becomes a file loaded only when that code runs),
-// and meta.json (esbuild's metafile of exactly those files), and prints the sizes.
-import { mkdir, readdir, rename, rm, writeFile } from 'node:fs/promises';
+// meta.json (esbuild's metafile of exactly those files) and the static files the function serves
+// from disk rather than from its JS bundle (FUNCTION_ASSETS, gzipped), and prints the sizes.
+import { createRequire } from 'node:module';
+import { mkdir, readdir, readFile, rename, rm, writeFile } from 'node:fs/promises';
 import { basename, dirname, join, relative, sep } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { promisify } from 'node:util';
+import { constants as zlib, gunzip as gunzipCallback, gzip as gzipCallback } from 'node:zlib';
 import { build, type BuildOptions, type Metafile, type Plugin } from 'esbuild';
+import { gzippedAssetName, SWAGGER_UI_ASSETS, type DocsAsset } from '../lib/api/api-docs.js';
 
 export const projectRoot = fileURLToPath(new URL('..', import.meta.url));
 export const outRoot = join(projectRoot, '.esbuild');
 export const META_FILE = 'meta.json';
+
+/**
+ * Static files a function serves from disk (read lazily, relative to its bundle) instead of
+ * carrying them in its JS: Swagger UI is 1.7 MB of text the docs function only sends, never runs
+ * (SPEC P4: each bundle under 1 MB). Written gzipped as `<file>.gz` into the function's folder,
+ * which serverless.yml packages whole (`.esbuild/<fn>/**`) and serverless-offline runs from.
+ */
+export const FUNCTION_ASSETS: Readonly<Record<string, readonly DocsAsset[]>> = { docs: SWAGGER_UI_ASSETS };
+
+const gzip = promisify(gzipCallback);
+const gunzip = promisify(gunzipCallback);
+const requireFromRoot = createRequire(join(projectRoot, 'package.json'));
 
 // ESM bundles of CJS dependencies (ioredis, the AWS SDK) still call require/__dirname.
 const banner = [
@@ -78,8 +95,11 @@ export interface BuiltFunction {
   bytes: number;
   /** Chunks loaded only by a dynamic import() that runs (e.g. the tokenizer when a compaction runs). */
   lazyBytes: number;
-  /** Every file written (relative to outdir), meta.json aside. */
+  /** Every JS file written (relative to outdir): index.mjs and its chunks. */
   files: string[];
+  /** The gzipped static files written beside them (FUNCTION_ASSETS), and their bytes on disk. */
+  assets: string[];
+  assetBytes: number;
   /** Metafile output paths: the entry and its static imports; the lazily loaded rest. */
   entryOutputs: string[];
   lazyOutputs: string[];
@@ -149,6 +169,32 @@ async function writeAtomically(file: string, contents: Uint8Array | string): Pro
   await rename(tmp, file);
 }
 
+/**
+ * Gzips each asset into outdir, once: an existing `<file>.gz` whose content is the source's
+ * (npm gives every installed file the same mtime, so content is compared, not dates) is kept.
+ */
+async function writeAssets(assets: readonly DocsAsset[], outdir: string): Promise<{ name: string; bytes: number }[]> {
+  return Promise.all(
+    assets.map(async (a) => {
+      const source = await readFile(requireFromRoot.resolve(a.source));
+      const target = join(outdir, gzippedAssetName(a.file));
+      const existing = await readFile(target).catch(() => undefined);
+      if (
+        existing &&
+        (await gunzip(existing).then(
+          (b) => b.equals(source),
+          () => false,
+        ))
+      ) {
+        return { name: basename(target), bytes: existing.length };
+      }
+      const gz = await gzip(source, { level: zlib.Z_BEST_COMPRESSION });
+      await writeAtomically(target, gz);
+      return { name: basename(target), bytes: gz.length };
+    }),
+  );
+}
+
 export async function bundleFunction(file: string, root = outRoot): Promise<BuiltFunction> {
   const name = basename(file, '.ts');
   const entry = join(projectRoot, 'functions', file);
@@ -165,8 +211,9 @@ export async function bundleFunction(file: string, root = outRoot): Promise<Buil
   for (const o of written) if (o !== entryFile) await writeAtomically(o.path, o.contents);
   await writeAtomically(entryFile.path, entryFile.contents);
   await writeAtomically(join(outdir, META_FILE), JSON.stringify(meta, null, 1));
+  const assets = await writeAssets(FUNCTION_ASSETS[name] ?? [], outdir);
   // Stale chunks of an earlier build would be packaged too (serverless.yml takes .esbuild/<fn>/**).
-  const keep = new Set([...written.map((o) => basename(o.path)), META_FILE]);
+  const keep = new Set([...written.map((o) => basename(o.path)), ...assets.map((a) => a.name), META_FILE]);
   for (const f of await readdir(outdir)) if (!keep.has(f) && !f.endsWith('.tmp')) await rm(join(outdir, f), { force: true });
   const bytesOf = (set: Set<string>) => [...set].reduce((n, p) => n + (meta.outputs[p]?.bytes ?? 0), 0);
   return {
@@ -177,6 +224,8 @@ export async function bundleFunction(file: string, root = outRoot): Promise<Buil
     bytes: bytesOf(statics),
     lazyBytes: bytesOf(all) - bytesOf(statics),
     files: written.map((o) => relative(outdir, o.path)).sort(),
+    assets: assets.map((a) => a.name).sort(),
+    assetBytes: assets.reduce((n, a) => n + a.bytes, 0),
     entryOutputs: [...statics].sort(),
     lazyOutputs: [...all].filter((p) => !statics.has(p)).sort(),
     metafile: meta,
@@ -196,8 +245,9 @@ if (process.argv[1] && fileURLToPath(import.meta.url) === process.argv[1]) {
   const built = await buildFunctions();
   for (const b of built) {
     const lazy = b.lazyBytes > 0 ? ` (+ ${formatBytes(b.lazyBytes)} lazy)` : '';
+    const assets = b.assets.length > 0 ? ` (+ ${b.assets.length} gzipped assets, ${formatBytes(b.assetBytes)})` : '';
     console.log(
-      `${b.name.padEnd(12)} ${formatBytes(b.bytes).padStart(10)}${lazy}  ${relative(projectRoot, dirname(b.outfile))}/ ${b.files.length} files`,
+      `${b.name.padEnd(12)} ${formatBytes(b.bytes).padStart(10)}${lazy}${assets}  ${relative(projectRoot, dirname(b.outfile))}/ ${b.files.length} files`,
     );
   }
 }

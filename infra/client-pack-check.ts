@@ -11,7 +11,7 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 import { ApiKeyStore } from '../lib/api/api-keys.js';
-import { createDynamoClient } from '../lib/clients.js';
+import { createDynamoClient } from '../lib/aws-clients.js';
 import { buildFunctions } from './build.js';
 import { startOffline, type OfflineProcess } from './local/offline.js';
 import { freePort } from './local/processes.js';

@@ -3,15 +3,28 @@
 // Defaults point at the local stack. Secrets named by *_SSM_PARAM are read by `resolveSecrets`
 // at init, so loading the config itself never touches AWS.
 import * as z from 'zod/mini';
-import type { EngineConfig } from './compressors/engine-config.js';
-import { DEFAULT_ATTEMPT_SHARDS, DEFAULT_ROTATION_SHARDS } from './lineage/dynamo/keys.js';
+import type { EngineConfig } from './compressors/types.js';
+
+/**
+ * Default shard counts of the two sparse, time-ordered indexes, sized by `npm run bench -- capacity`
+ * (bench/CAPACITY.md) so neither caps the service below 10,000 compactions/s: each index partition
+ * takes 1,000 WCU/s, a compaction writes its attemptsByExpiry shard at begin and commit (an in-place
+ * one also its archive task) and again on every lease refresh (the attempt record's extend moves
+ * its entry), and a rotation writes one rotationsByTime entry, all at transactional cost.
+ * Shard counts may only grow: the sweep queries every shard below the configured count.
+ */
+/** The Redlock lease TTL: the LEASE_TTL_MS default and compaction's when none is passed. */
+export const DEFAULT_LEASE_TTL_MS = 30_000;
+
+export const DEFAULT_ATTEMPT_SHARDS = 128;
+export const DEFAULT_ROTATION_SHARDS = 32;
 
 export type CompactionMode = 'rotate' | 'in_place';
 
 /** Where the Redlock node URLs come from: the plain variable, or an SSM SecureString (which wins). */
 export type RedisSource = { kind: 'urls'; urls: string[] } | { kind: 'ssm'; parameterName: string };
 
-/** DynamoDB endpoint and transport; lib/clients.ts turns these into the SDK's retry and timeouts. */
+/** DynamoDB endpoint and transport; lib/aws-clients.ts turns these into the SDK's retry and timeouts. */
 export interface DynamoSettings {
   /** DynamoDB Local (local runs only). */
   endpoint?: string;
@@ -105,7 +118,7 @@ const envSchema = z.object({
   REDIS_URLS: z._default(z.string(), 'redis://127.0.0.1:6379'),
   REDIS_URLS_SSM_PARAM: z.optional(z.string()),
   REDIS_TLS_CA: z.optional(z.string().check(z.regex(/-----BEGIN CERTIFICATE-----/, 'must be a PEM certificate'))),
-  LEASE_TTL_MS: z._default(positiveInt(), 30_000),
+  LEASE_TTL_MS: z._default(positiveInt(), DEFAULT_LEASE_TTL_MS),
   COMPACTION_TOKEN_THRESHOLD: z._default(positiveInt(), 8_000),
   AFTER_TURN_COMPACTION_MODE: z._default(z.enum(['rotate', 'in_place'], { error: 'must be rotate or in_place' }), 'rotate'),
   AFTER_TURN_IDEMPOTENCY_TTL_SECONDS: z._default(positiveInt(), 24 * 3600),
@@ -214,7 +227,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   };
 }
 
-/** The compaction-engine variables alone (lib/compressors/engine-config.ts), same rules and messages. */
+/** The compaction-engine variables alone, same rules and messages as the full config. */
 export function engineConfigFromEnvironment(env: NodeJS.ProcessEnv = process.env): EngineConfig {
   return toEngineConfig(parse(z.object(engineShape), env, 'compaction engine config'));
 }
@@ -227,7 +240,7 @@ export function telemetryConfig(env: NodeJS.ProcessEnv = process.env): Pick<Conf
 
 // --- secrets --------------------------------------------------------------------------------
 
-/** Reads one decrypted SSM SecureString (lib/clients.ts: Powertools parameters, cached). */
+/** Reads one decrypted SSM SecureString (lib/aws-clients.ts: Powertools parameters, cached). */
 export type SecretReader = (parameterName: string) => Promise<string | undefined>;
 
 async function readSecret(read: SecretReader, parameterName: string, variable: string): Promise<string> {
@@ -256,4 +269,14 @@ export async function resolveEngine(config: Pick<Config, 'engine' | 'openAiApiKe
   const { engine, openAiApiKeySsmParam } = config;
   if (engine.kind !== 'openai' || !openAiApiKeySsmParam) return engine;
   return { ...engine, apiKey: await readSecret(read, openAiApiKeySsmParam, 'OPENAI_API_KEY_SSM_PARAM') };
+}
+
+/** The region of an AWS client built without one (tests, CLI, benchmarks): AWS_REGION, else the local stack's. */
+export function defaultAwsRegion(env: NodeJS.ProcessEnv = process.env): string {
+  return env.AWS_REGION ?? 'us-east-1';
+}
+
+/** The X-Ray trace header of the running invocation: Lambda sets it per invocation, so it is read at each call. */
+export function currentTraceHeader(env: NodeJS.ProcessEnv = process.env): string | undefined {
+  return env._X_AMZN_TRACE_ID;
 }

@@ -14,7 +14,7 @@ import { publisherFromConfig, type AfterTurnPublisher } from './after-turn/publi
 import { CachedApiKeyResolver } from './api/api-key-cache.js';
 import { ApiKeyStore } from './api/api-keys.js';
 import type { ApiDeps } from './api/http-app.js';
-import { createDynamoClient, createRedisClients, createSqsClient, createSsmClient, ssmSecretReader, waitForRedis } from './clients.js';
+import { createDynamoClient, createRedisClients, createSqsClient, createSsmClient, ssmSecretReader, waitForRedis } from './aws-clients.js';
 import { compact } from './compaction/compact.js';
 import { compactionEventPublisherFrom } from './events/from-env.js';
 import { sessionCompactedEvent } from './events/session-compacted.js';

@@ -4,7 +4,8 @@
 import { randomUUID } from 'node:crypto';
 import type { APIGatewayProxyEventV2 } from 'aws-lambda';
 import { ApiKeyStore } from '../../lib/api/api-keys.js';
-import { handleHttpRequest, type ApiDeps } from '../../lib/api/http-app.js';
+import type { ApiDeps } from '../../lib/api/http-app.js';
+import { handleHttpRequest } from '../../functions/adapters/api-gateway.js';
 import type { Item } from '../../lib/items/types.js';
 import { asIs } from '../../lib/lineage/prepare.js';
 import type { DynamoLineageStore } from '../../lib/lineage/dynamo/store.js';

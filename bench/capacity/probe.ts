@@ -3,7 +3,7 @@
 // test/support/round-trips.ts. `measure` runs one operation and returns what it cost.
 import type { Redis } from 'ioredis';
 import { ensureTable } from '../../infra/table.js';
-import { createDynamoClient } from '../../lib/clients.js';
+import { createDynamoClient } from '../../lib/aws-clients.js';
 import { httpDeps, Runtime, type Core } from '../../lib/runtime.js';
 import type { ApiDeps } from '../../lib/api/http-app.js';
 import { phasesOf, RoundTrips, type Call } from '../../test/support/round-trips.js';

@@ -7,7 +7,7 @@ import { cpus } from 'node:os';
 import { performance } from 'node:perf_hooks';
 import { DeleteTableCommand } from '@aws-sdk/client-dynamodb';
 import { ensureTable } from '../../infra/table.js';
-import { createDynamoClient } from '../../lib/clients.js';
+import { createDynamoClient } from '../../lib/aws-clients.js';
 import { httpDeps, Runtime } from '../../lib/runtime.js';
 import { mapLimit, round } from '../stats.js';
 import { machineCpuSeconds, ownersOf, processCpuSeconds, profiled, type Owner } from './cpu.js';

@@ -7,7 +7,7 @@ import { existsSync, readFileSync } from 'node:fs';
 import { CloudFormationClient, DescribeStacksCommand } from '@aws-sdk/client-cloudformation';
 import type { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { GetParameterCommand } from '@aws-sdk/client-ssm';
-import { createDynamoClient, createSsmClient } from '../../lib/clients.js';
+import { createDynamoClient, createSsmClient } from '../../lib/aws-clients.js';
 import { isPidAlive, LOCAL_STACK_FILE, type LocalStackFile } from '../local/stack-file.js';
 import { CliError, UsageError } from './errors.js';
 import type { CliIo } from './io.js';

@@ -4,7 +4,7 @@
 // `npm run cli -- keys create` does.
 import { existsSync, readFileSync } from 'node:fs';
 import { ApiKeyStore } from '../../lib/api/api-keys.js';
-import { createDynamoClient } from '../../lib/clients.js';
+import { createDynamoClient } from '../../lib/aws-clients.js';
 import { LineageClient } from '@session-lineage/client';
 import { LOCAL_STACK_FILE, type LocalStackFile } from '../local/stack-file.js';
 import { runExampleConversation } from './conversation.js';

@@ -4,7 +4,7 @@
 // what it left behind, and stops everything it started, whatever happened.
 import { buildFunctions } from '../build.js';
 import { ApiKeyStore } from '../../lib/api/api-keys.js';
-import { createDynamoClient } from '../../lib/clients.js';
+import { createDynamoClient } from '../../lib/aws-clients.js';
 import { LineageClient } from '@session-lineage/client';
 import { startOffline, type OfflineProcess } from '../local/offline.js';
 import { freePort } from '../local/processes.js';

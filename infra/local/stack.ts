@@ -1,7 +1,7 @@
 // The local stack: N redis-server nodes + DynamoDB Local + the table. Used by `npm start`,
 // `npm run stack` and the vitest global setup. REDIS_URLS / DYNAMODB_ENDPOINT point it
 // at servers the user already runs instead of starting new ones.
-import { createDynamoClient } from '../../lib/clients.js';
+import { createDynamoClient } from '../../lib/aws-clients.js';
 import { ControlRefusal } from './control.js';
 import { ensureTable } from '../table.js';
 import { startDynamoDbLocal, startRedis, type LocalProcess } from './processes.js';

@@ -17,7 +17,7 @@ import { join, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import { buildFunctions, projectRoot } from '../build.js';
 import { ApiKeyStore } from '../../lib/api/api-keys.js';
-import { createDynamoClient } from '../../lib/clients.js';
+import { createDynamoClient } from '../../lib/aws-clients.js';
 import { startControlServer, type ControlServer } from './control.js';
 import { startOffline, type OfflineProcess } from './offline.js';
 import { assertPortFree, type LocalProcess, type ProcessExit } from './processes.js';

@@ -5,7 +5,6 @@
 import type { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { IdempotencyConfig, makeIdempotent } from '@aws-lambda-powertools/idempotency';
 import { DynamoDBPersistenceLayer } from '@aws-lambda-powertools/idempotency/dynamodb';
-import type { Context } from 'aws-lambda';
 
 /** Prefix of every after-turn idempotency record's partition; no lineage key starts like this. */
 export const IDEMPOTENCY_PK_PREFIX = 'IDEMPOTENCY#after-turn#';
@@ -31,6 +30,9 @@ export function afterTurnPersistence(client: DynamoDBClient, tableName: string):
     });
 }
 
+/** The Lambda context type, as Powertools declares it (lib/ imports no `aws-lambda` types). */
+type LambdaContext = Parameters<IdempotencyConfig['registerLambdaContext']>[0];
+
 export interface RemainingTime {
   getRemainingTimeInMillis(): number;
 }
@@ -53,8 +55,9 @@ export function idempotentPerMessage<P extends { messageId: string }, R>(
       throwOnNoIdempotencyKey: true,
       expiresAfterSeconds: opts.ttlSeconds,
     });
-    // Powertools only reads getRemainingTimeInMillis from the context.
-    config.registerLambdaContext(opts.invocation as Context);
+    // Powertools only reads getRemainingTimeInMillis from the Lambda context it is given; the
+    // consumer hands us just that (functions/after-turn.ts passes the real context).
+    config.registerLambdaContext(opts.invocation as LambdaContext);
     return makeIdempotent(fn, { persistenceStore: persistenceFor(payload.messageId), config, keyPrefix: KEY_PREFIX })(payload);
   };
 }

@@ -15,7 +15,7 @@ import {
   type AttributeValue,
   type DynamoDBClient,
 } from '@aws-sdk/client-dynamodb';
-import { isExhaustedTransient } from '../lineage/dynamo/retry.js';
+import { isExhaustedTransient } from '../aws-errors.js';
 import { StoreRetryableError } from '../lineage/errors.js';
 
 /** Tenant ids become part of Redis and DynamoDB keys: no separators, bounded length. */

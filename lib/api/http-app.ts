@@ -1,6 +1,6 @@
-// The HTTP API as one function of an API Gateway HTTP API (payload v2) event: authenticate,
-// route, read the body, run the route, map every error to `{error: {code, message}}`.
-import type { APIGatewayProxyEventV2, APIGatewayProxyStructuredResultV2 } from 'aws-lambda';
+// The HTTP API as one function of a plain request: authenticate, route, read the body, run the
+// route, map every error to `{error: {code, message}}`. The API Gateway event adapter is
+// functions/api-gateway.ts; lib/ knows no AWS event types.
 import type { ApiKeyResolver } from './api-keys.js';
 import { MAX_BODY_BYTES } from '../lineage/limits.js';
 import { fromDomainError, HttpError, invalidField } from './errors.js';
@@ -24,6 +24,21 @@ export interface Invocation {
   remainingTimeMs?: () => number;
 }
 
+/** One HTTP request as the API needs it; header names in any case. */
+export interface HttpRequest {
+  method: string;
+  path: string;
+  headers: Record<string, string | undefined>;
+  query: Record<string, string | undefined>;
+  body: Buffer;
+}
+
+export interface HttpResponse {
+  statusCode: number;
+  headers: Record<string, string>;
+  body?: string;
+}
+
 const paramSchemas: Record<string, typeof sessionIdParam> = { id: sessionIdParam, conversationId: conversationIdParam };
 
 /** Session and conversation compress routes (a conversation's acts on its live session). */
@@ -31,7 +46,7 @@ const COMPRESS_SUFFIX = '/compress';
 const REQUEST: readonly LimitKind[] = ['request'];
 const COMPRESS: readonly LimitKind[] = ['request', 'compress'];
 
-function respond(result: RouteResult, requestId: string): APIGatewayProxyStructuredResultV2 {
+function respond(result: RouteResult, requestId: string): HttpResponse {
   const headers: Record<string, string> = { 'x-request-id': requestId, ...result.headers };
   if (result.body === undefined) return { statusCode: result.status, headers };
   return {
@@ -41,7 +56,7 @@ function respond(result: RouteResult, requestId: string): APIGatewayProxyStructu
   };
 }
 
-function errorResponse(err: HttpError, requestId: string): APIGatewayProxyStructuredResultV2 {
+function errorResponse(err: HttpError, requestId: string): HttpResponse {
   return respond(
     { status: err.status, body: { error: { code: err.code, message: err.message, requestId }, ...err.extra }, headers: err.headers },
     requestId,
@@ -49,9 +64,9 @@ function errorResponse(err: HttpError, requestId: string): APIGatewayProxyStruct
 }
 
 /** Header names lower-cased (HTTP API already does; local tools do not always). */
-function headersOf(event: APIGatewayProxyEventV2): Record<string, string> {
+function headersOf(req: HttpRequest): Record<string, string> {
   const out: Record<string, string> = {};
-  for (const [k, v] of Object.entries(event.headers ?? {})) if (v !== undefined) out[k.toLowerCase()] = v;
+  for (const [k, v] of Object.entries(req.headers)) if (v !== undefined) out[k.toLowerCase()] = v;
   return out;
 }
 
@@ -78,32 +93,26 @@ function validateParams(params: Record<string, string>): Record<string, string> 
   return out;
 }
 
-export async function handleHttpRequest(
-  event: APIGatewayProxyEventV2,
-  deps: ApiDeps,
-  inv: Invocation,
-): Promise<APIGatewayProxyStructuredResultV2> {
-  const method = event.requestContext?.http?.method?.toUpperCase() ?? 'GET';
-  const path = event.rawPath ?? '/';
+export async function handleRequest(req: HttpRequest, deps: ApiDeps, inv: Invocation): Promise<HttpResponse> {
+  const { method, path } = req;
   try {
-    const headers = headersOf(event);
+    const headers = headersOf(req);
     const tenantId = await authenticate(headers, deps.apiKeys);
     const { route, params } = matchRoute(method, path);
     const validParams = validateParams(params);
     // Before the body is read: a tenant over its limit costs no parsing (issue 22).
     await deps.limits?.check(tenantId, route.path.endsWith(COMPRESS_SUFFIX) ? COMPRESS : REQUEST);
-    const rawBody = event.body ? Buffer.from(event.body, event.isBase64Encoded ? 'base64' : 'utf8') : Buffer.alloc(0);
     const body =
       method === 'POST' || method === 'PUT' || method === 'PATCH'
         ? parseJsonBody(
-            { body: rawBody, contentType: headers['content-type'], declaredLength: Number(headers['content-length']) },
+            { body: req.body, contentType: headers['content-type'], declaredLength: Number(headers['content-length']) },
             deps.maxBodyBytes ?? DEFAULT_MAX_BODY_BYTES,
           )
         : undefined;
     const result = await route.handle({
       tenantId,
       params: validParams,
-      query: Object.fromEntries(Object.entries(event.queryStringParameters ?? {}).filter((e): e is [string, string] => e[1] !== undefined)),
+      query: Object.fromEntries(Object.entries(req.query).filter((e): e is [string, string] => e[1] !== undefined)),
       body,
       headers,
       requestId: inv.requestId,

@@ -6,6 +6,7 @@
 // update that issues the fence, records the attempt and marks "started"; the transcript read,
 // with the L6 ownership check (a token-checked extend) running beside it; the commit
 // transaction, which also marks "completed"; one Redis round to release.
+import { DEFAULT_LEASE_TTL_MS } from '../config.js';
 import { adapterFor } from '../items/adapters.js';
 import { estimateItemTokens, loadTokenCounter } from '../items/tokens.js';
 import type { Item } from '../items/types.js';
@@ -36,7 +37,7 @@ import {
   type SkipReason,
 } from './types.js';
 
-export const DEFAULT_LEASE_TTL_MS = 30_000;
+export { DEFAULT_LEASE_TTL_MS };
 export const DEFAULT_COMMIT_SAFETY_MARGIN_MS = 5_000;
 
 /**

@@ -1,8 +1,7 @@
 // Compaction engines and the config switch between them.
-import type { EngineConfig } from './engine-config.js';
 import { ExtractiveCompressor } from './extractive.js';
 import { OpenAiSummarizer } from './openai-summarizer.js';
-import type { CompressionEngine } from './types.js';
+import type { CompressionEngine, EngineConfig } from './types.js';
 
 export * from './types.js';
 export { DEFAULT_KEEP_LAST, planCompaction, assemble, resolveKeepLast, type TranscriptPlan } from './transcript-plan.js';
@@ -13,7 +12,6 @@ export {
   DEFAULT_SUMMARIZER_TIMEOUT_MS,
   type OpenAiSummarizerOptions,
 } from './openai-summarizer.js';
-export type { EngineConfig } from './engine-config.js';
 
 /** `openai` config → LLM summarizer (extractive fallback); `extractive` → extractive. */
 export function engineFromConfig(config: EngineConfig): CompressionEngine {

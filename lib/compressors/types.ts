@@ -18,6 +18,9 @@ export interface CompressOptions {
 
 export type CompressOptionName = keyof CompressOptions;
 
+/** Which engine the service runs; lib/config.ts fills it from the OPENAI_* variables (SPEC C6). */
+export type EngineConfig = { kind: 'extractive' } | { kind: 'openai'; baseUrl: string; model: string; apiKey?: string };
+
 /** What an engine compacts: a session's items and the format they are in. */
 export interface Transcript {
   format: ItemFormat;

@@ -1,5 +1,6 @@
 // Deployed publisher: one PutEvents entry per commit on the configured bus.
 import { EventBridgeClient, PutEventsCommand } from '@aws-sdk/client-eventbridge';
+import { currentTraceHeader } from '../config.js';
 import {
   checkEvent,
   defaultEventLog,
@@ -34,7 +35,7 @@ export class EventBridgeCompactionEventPublisher implements CompactionEventPubli
     this.client = opts.client ?? new EventBridgeClient({ ...(opts.region ? { region: opts.region } : {}), maxAttempts: 2 });
     this.timeoutMs = opts.timeoutMs ?? 2000;
     this.log = opts.log ?? defaultEventLog;
-    this.traceHeader = opts.traceHeader ?? (() => process.env._X_AMZN_TRACE_ID);
+    this.traceHeader = opts.traceHeader ?? (() => currentTraceHeader());
   }
 
   async publish(e: SessionCompacted): Promise<PublishResult> {

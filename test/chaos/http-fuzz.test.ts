@@ -13,7 +13,7 @@ import { ScanCommand, type AttributeValue, type DynamoDBClient } from '@aws-sdk/
 import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ApiKeyStore } from '../../lib/api/api-keys.js';
-import { createDynamoClient } from '../../lib/clients.js';
+import { createDynamoClient } from '../../lib/aws-clients.js';
 import { bigToolArguments, singleRunText } from '../fixtures/transcripts/index.js';
 import { infraTable } from '../integration/sweep/own-table.js';
 import { recordCounts, scaled } from '../support/chaos/counts.js';

@@ -5,7 +5,7 @@ import { randomUUID } from 'node:crypto';
 import type { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import type { Redis } from 'ioredis';
 import { afterAll, beforeAll } from 'vitest';
-import { createDynamoClient, createRedisClients, waitForRedis } from '../../lib/clients.js';
+import { createDynamoClient, createRedisClients, waitForRedis } from '../../lib/aws-clients.js';
 import type { CompressionEngine, CompressOptionName, CompressOptions, CompressResult, Transcript } from '../../lib/compressors/types.js';
 import type { CompactionDeps, CompactionOutcome, RefresherFactory } from '../../lib/compaction/types.js';
 import { SUMMARY_PREFIX, type Item, type ItemFormat } from '../../lib/items/types.js';

@@ -4,7 +4,7 @@ import { buildFunctions } from '../../infra/build.js';
 import { invokeLocal, startOffline } from '../../infra/local/offline.js';
 import { freePort } from '../../infra/local/processes.js';
 import { ApiKeyStore } from '../../lib/api/api-keys.js';
-import { createDynamoClient } from '../../lib/clients.js';
+import { createDynamoClient } from '../../lib/aws-clients.js';
 
 export interface LocalServiceOptions {
   /** Extra environment for the functions (e.g. COMPACTION_TOKEN_THRESHOLD). */
@@ -39,6 +39,10 @@ export async function startLocalService(opts: LocalServiceOptions = {}): Promise
     REDIS_URLS: requireEnv('REDIS_URLS'),
     DYNAMODB_ENDPOINT: dynamodbEndpoint,
     TABLE_NAME: tableName,
+    // Per-tenant limits off unless a test asks for them (tenant-limits.test.ts): these files drive one
+    // tenant far past any sane per-tenant rate on purpose, and the limits have their own e2e tests.
+    RATE_LIMIT_REQUESTS_PER_SECOND: '0',
+    RATE_LIMIT_COMPRESSIONS_PER_MINUTE: '0',
     ...opts.env,
   };
   if (!opts.skipBuild) await buildFunctions();

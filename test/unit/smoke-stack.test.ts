@@ -1,6 +1,6 @@
 import { DescribeTableCommand } from '@aws-sdk/client-dynamodb';
 import { describe, expect, it } from 'vitest';
-import { createDynamoClient, createRedisClient, waitForRedis } from '../../lib/clients.js';
+import { createDynamoClient, createRedisClient, waitForRedis } from '../../lib/aws-clients.js';
 
 describe('local stack (global setup)', () => {
   it('exposes three Redis nodes and DynamoDB Local with the table', async () => {

@@ -3,7 +3,7 @@
 // Deployed stages only: under serverless-offline after-turn events invoke the function
 // directly, so there is no queue and no DLQ.
 import { StartMessageMoveTaskCommand } from '@aws-sdk/client-sqs';
-import { createSqsClient } from '../../../lib/clients.js';
+import { createSqsClient } from '../../../lib/aws-clients.js';
 import { parseCommand } from '../args.js';
 import type { Command } from '../command.js';
 import { CliError, EXIT_OK, UsageError } from '../errors.js';

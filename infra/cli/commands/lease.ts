@@ -2,7 +2,7 @@
 // end to end: it goes through SessionLease.release (redlock's delete-if-value-is-token script),
 // so it can never delete another holder's lease, even one that took over a moment ago.
 import type { Redis } from 'ioredis';
-import { createRedisClients, waitForRedis } from '../../../lib/clients.js';
+import { createRedisClients, waitForRedis } from '../../../lib/aws-clients.js';
 import { quorumSize } from '../../../lib/lease/quorum.js';
 import { SessionLease } from '../../../lib/lease/session-lease.js';
 import { sessionKey } from '../../../lib/session-ref.js';

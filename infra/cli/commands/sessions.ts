@@ -18,8 +18,8 @@ async function storeOf(target: Target): Promise<DynamoLineageStore> {
 
 /** Not found, or deleted (the store answers both as null; an operator wants to know which). */
 async function notFound(store: DynamoLineageStore, ref: SessionRef): Promise<CliError> {
-  const meta = await store.table.getMeta(ref);
-  const why = meta?.deletedAt ? `was deleted at ${meta.deletedAt}` : 'not found';
+  const deletedAt = await store.deletedAt(ref);
+  const why = deletedAt ? `was deleted at ${deletedAt}` : 'not found';
   return new CliError(`session ${ref.sessionId} of tenant ${ref.tenantId} ${why}`);
 }
 
@@ -103,7 +103,7 @@ export const lineage: Command = {
       // whose chain is read from its live session.
       let ref: SessionRef = { tenantId, sessionId: id };
       let conversationId: string | undefined;
-      if (!SESSION_ID_PATTERN.test(id) || !(await store.table.getMeta(ref))) {
+      if (!SESSION_ID_PATTERN.test(id) || !(await store.hasRecord(ref))) {
         const conversation = await store.getConversation(tenantId, id);
         if (conversation) {
           conversationId = id;

@@ -20,16 +20,8 @@ export const ATTEMPTS_INDEX = 'attemptsByExpiry';
 export const CHILDREN_INDEX = 'childrenByParent';
 export const ROTATIONS_INDEX = 'rotationsByTime';
 
-/**
- * Default shard counts of the two sparse, time-ordered indexes, sized by `npm run bench -- capacity`
- * (bench/CAPACITY.md) so neither caps the service below 10,000 compactions/s: each index partition
- * takes 1,000 WCU/s, a compaction writes its attemptsByExpiry shard at begin and commit (an in-place
- * one also its archive task) and again on every lease refresh (the attempt record's extend moves
- * its entry), and a rotation writes one rotationsByTime entry, all at transactional cost.
- * Shard counts may only grow: the sweep queries every shard below the configured count.
- */
-export const DEFAULT_ATTEMPT_SHARDS = 128;
-export const DEFAULT_ROTATION_SHARDS = 32;
+// The defaults live with every other default in lib/config.ts.
+export { DEFAULT_ATTEMPT_SHARDS, DEFAULT_ROTATION_SHARDS } from '../../config.js';
 /** Shard queries one sweep step runs at once: every shard is read each run, never all at once. */
 export const SHARD_QUERY_CONCURRENCY = 16;
 

@@ -1,9 +1,12 @@
-// Our own retries, for what the AWS SDK's standard strategy (lib/clients.ts) does not retry:
+// Our own retries, for what the AWS SDK's standard strategy (lib/aws-clients.ts) does not retry:
 // transaction conflicts (TransactionConflictException, and a TransactionCanceled whose reasons are
 // conflicts or throttling). Transport errors, 5xx and throttling are the SDK's; when they outlive
 // its attempts they surface here as StoreRetryableError ("try again later", HTTP 503), never as
 // an opaque 500. Condition failures are answers, not errors, and are never retried here.
+import { isExhaustedTransient, THROTTLING_NAMES, UNSENT_CODES } from '../../aws-errors.js';
 import { StoreRetryableError } from '../errors.js';
+
+export { isExhaustedTransient };
 
 export interface RetryOptions {
   /** Total tries, first included. */
@@ -16,22 +19,6 @@ export const DEFAULT_RETRY: RetryOptions = { maxAttempts: 5, baseDelayMs: 25, ma
 
 /** Cancellation reason codes that mean "contention", not "your condition is false". */
 const CONTENTION_REASONS = new Set(['TransactionConflict', 'ThrottlingError', 'ProvisionedThroughputExceeded']);
-
-/** Throttling: DynamoDB refused the request without applying it. */
-const THROTTLING_NAMES = ['ProvisionedThroughputExceededException', 'ThrottlingException', 'RequestLimitExceeded'];
-/** Connection failures before a request was sent. */
-const UNSENT_CODES = ['ECONNREFUSED', 'EHOSTUNREACH', 'ENETUNREACH', 'EAI_AGAIN'];
-
-/** Errors the SDK already retried: past its attempts they mean "busy", not "broken". */
-const EXHAUSTED_NAMES = new Set([
-  ...THROTTLING_NAMES,
-  'InternalServerError',
-  'ServiceUnavailable',
-  'TimeoutError',
-  'RequestTimeout',
-  'TransactionInProgressException',
-]);
-const TRANSPORT_CODES = new Set([...UNSENT_CODES, 'ECONNRESET', 'EPIPE', 'ETIMEDOUT']);
 
 export function cancellationCodes(err: unknown): string[] {
   const reasons = (err as { CancellationReasons?: { Code?: string }[] } | null)?.CancellationReasons;
@@ -56,15 +43,6 @@ export function isContention(err: unknown): boolean {
     return !codes.includes('ConditionalCheckFailed') && codes.some((c) => CONTENTION_REASONS.has(c));
   }
   return false;
-}
-
-/** A transient failure the SDK gave up on (throttling, 5xx, a timeout or a dropped connection). */
-export function isExhaustedTransient(err: unknown): boolean {
-  if (!(err instanceof Error)) return false;
-  const e = err as Error & { code?: string; $metadata?: { httpStatusCode?: number } };
-  if (EXHAUSTED_NAMES.has(e.name) || (e.code !== undefined && TRANSPORT_CODES.has(e.code))) return true;
-  const status = e.$metadata?.httpStatusCode;
-  return status !== undefined && status >= 500;
 }
 
 /**

@@ -38,7 +38,16 @@ import { claimTurn, foreignTurnWait, holdsTurn, NO_FOREIGN_TURN, TURN_AFTER_LOSS
 import { assertLive } from './links.js';
 import { conversationIdempotencyKey, conversationItemFor, ConversationTakenError } from './conversation-items.js';
 import { backoffDelay, sleep } from './retry.js';
-import { conditionFailedAt, itemOf, oldImageOf, oldItemOf, TRANSACTION_ENTRIES, type Table, type TransactItem } from './table.js';
+import {
+  conditionFailedAt,
+  itemOf,
+  oldImageOf,
+  oldItemOf,
+  TRANSACTION_ENTRIES,
+  withoutUndefined,
+  type Table,
+  type TransactItem,
+} from './table.js';
 
 /** Version races a pop retries before giving up as retryable (each retry is one round trip). */
 const MAX_WRITE_ROUNDS = 40;
@@ -123,6 +132,8 @@ export class Sessions {
       }
       throw err;
     }
+    // P5: the container that created a session knows its record: the first append is one call.
+    this.table.records.set(withoutUndefined(item));
     return { replayed: false, session };
   }
 
@@ -137,16 +148,18 @@ export class Sessions {
     const idemKey =
       idem &&
       (idem.conversation ? conversationIdempotencyKey(ref.tenantId, idem.conversation, idem.key) : appendIdempotencyKey(ref, idem.key));
-    const [first, seen] = await Promise.all([
-      this.table.getMeta(ref),
-      idemKey ? this.table.getItem<IdempotencyRecord>(idemKey) : Promise.resolve(undefined),
-    ]);
+    // P5: a container that has seen the record sends the transaction at once, conditioned on it;
+    // the key's own put-if-absent condition answers a replay. A cold one reads both first.
+    const cached = this.table.records.get(pk);
+    const [first, seen] = cached
+      ? [cached, undefined]
+      : await Promise.all([this.table.getMeta(ref), idemKey ? this.table.getItem<IdempotencyRecord>(idemKey) : Promise.resolve(undefined)]);
     const remembered = liveRecord(seen, this.table.now());
     if (remembered && idem) return { replayed: true, response: replay(remembered, idem) };
 
     const ahead: { w?: string } = {};
     try {
-      const result = await this.appendRounds(ref, input, first, ahead);
+      const result = await this.appendRounds(ref, input, first, ahead, cached);
       if (result.replayed && ahead.w) await this.dropParts(pk, ahead.w);
       return result;
     } catch (err) {
@@ -162,6 +175,7 @@ export class Sessions {
     input: AppendInput,
     first: MetaItem | undefined,
     ahead: { w?: string },
+    cached: MetaItem | undefined,
   ): Promise<AppendResult> {
     const pk = sessionPk(ref);
     const idem = input.idempotency;
@@ -195,6 +209,11 @@ export class Sessions {
       if (n === 0) throw new RangeError('an append holds at least one item');
       const tokens = prepared.tokenEstimates.reduce((a, b) => a + b, 0);
       if (input.expectedCount !== undefined && meta.messageCount !== input.expectedCount) {
+        // A4 is answered from DynamoDB's record, never from what the container remembered.
+        if (meta === cached) {
+          meta = await this.table.getMeta(ref);
+          continue;
+        }
         throw new CountMismatchError(ref.sessionId, input.expectedCount, meta.messageCount);
       }
       // Encoded, measured and packed once: a lost race moves only the rows' keys, never their content.
@@ -251,6 +270,7 @@ export class Sessions {
       const sent = this.table.now();
       try {
         await this.table.transact('append items', entries);
+        this.table.records.set(mine ? { ...after, turn: undefined } : after);
         return { replayed: false, session, appended: n, ...(response ? { response } : {}) };
       } catch (err) {
         const idemAt = entries.length - 1;
@@ -261,6 +281,8 @@ export class Sessions {
         if (!conditionFailedAt(err, 0)) throw err;
         // Another append, a pop, a begin or a commit moved the session: go again from what it saw.
         meta = oldImageOf(err, 0);
+        if (meta) this.table.records.set(meta);
+        else this.table.records.drop(pk);
         lost++;
         pace.writeMs = Math.max(1, this.table.now() - sent);
         // Holding the turn, go again at once: no other append can land until we do.

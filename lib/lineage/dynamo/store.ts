@@ -54,7 +54,7 @@ export interface DynamoLineageStoreOptions extends TableOptions {
 const DEFAULT_ARCHIVE_RETENTION_S = 7 * 24 * 3600;
 
 export class DynamoLineageStore implements LineageStore {
-  readonly table: Table;
+  private readonly table: Table;
   private readonly sessions: Sessions;
   private readonly attempts: Attempts;
   private readonly commits: Commits;
@@ -98,6 +98,16 @@ export class DynamoLineageStore implements LineageStore {
     await this.sessions.delete(ref);
     // The items go in the background; the sweep finishes the purge if this does not.
     this.background(this.runTask({ ref, kind: 'purge', generation: 0, dueAt: this.table.now() }), `purge of ${ref.sessionId}`);
+  }
+
+  /** When the session was deleted, if it was (an operator's question: reads answer a deleted session as null). */
+  async deletedAt(ref: SessionRef): Promise<string | undefined> {
+    return (await this.table.getMeta(ref))?.deletedAt;
+  }
+
+  /** Whether a record exists under this session id (a deleted session's tombstone included). */
+  async hasRecord(ref: SessionRef): Promise<boolean> {
+    return (await this.table.getMeta(ref)) !== undefined;
   }
 
   async lineage(ref: SessionRef): Promise<SessionRecord[]> {

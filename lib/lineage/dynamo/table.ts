@@ -22,6 +22,7 @@ import { expression, updateExpression, type ExpressionParts } from './expression
 import type { Item } from '../../items/types.js';
 import { withDefaults, type MetaItem, type StoredMeta } from './items.js';
 import { DEFAULT_ATTEMPT_SHARDS, DEFAULT_ROTATION_SHARDS, metaKey, SHARD_QUERY_CONCURRENCY } from './keys.js';
+import { RecordCache } from './record-cache.js';
 import { headOfPart, isHeadSk, itemRange, itemsOfRow, remotePartPrefix, type RawRow, type StoredItem } from './rows.js';
 import { cancellationCodes, DEFAULT_RETRY, isConditionFailure, mayHaveApplied, withRetry, type RetryOptions } from './retry.js';
 
@@ -47,6 +48,9 @@ export interface TableOptions {
    * 3.9 MB, under DynamoDB's 4 MB). Tests lower it to take that path without writing megabytes.
    */
   transactionBytes?: number;
+  /** Bounds of the container's record cache (P5; record-cache.ts). */
+  recordCacheEntries?: number;
+  recordCacheAgeMs?: number;
   /** Problems that do not change an outcome (a background archive failed, cleanup left work for the sweep). */
   onWarning?: (warning: string) => void;
 }
@@ -60,6 +64,8 @@ export class Table {
   readonly rotationShards: number;
   readonly warn: (w: string) => void;
   readonly transactionBytes: number;
+  /** The records this container has seen (P5): every META read or old image refreshes it. */
+  readonly records: RecordCache;
 
   constructor(opts: TableOptions) {
     // Items are stripped of undefined values by the callers rather than through translateConfig:
@@ -73,6 +79,7 @@ export class Table {
     this.rotationShards = opts.rotationShards ?? DEFAULT_ROTATION_SHARDS;
     this.warn = opts.onWarning ?? (() => undefined);
     this.transactionBytes = opts.transactionBytes ?? TRANSACTION_BYTES;
+    this.records = new RecordCache(this.now, opts.recordCacheEntries, opts.recordCacheAgeMs);
   }
 
   send<T>(what: string, op: () => Promise<T>): Promise<T> {
@@ -88,7 +95,10 @@ export class Table {
     const out = await this.send('read session', () =>
       this.doc.send(new GetCommand({ TableName: this.name, Key: metaKey(ref), ConsistentRead: true })),
     );
-    return out.Item ? withDefaults(out.Item as StoredMeta) : undefined;
+    const meta = out.Item ? withDefaults(out.Item as StoredMeta) : undefined;
+    if (meta) this.records.set(meta);
+    else this.records.drop(metaKey(ref).pk);
+    return meta;
   }
 
   /** A live-or-ended session; a missing or deleted one is SessionNotFoundError. */

@@ -4,11 +4,14 @@
 // page makes must stay on our origin (Swagger UI comes from node_modules, not a CDN), and a
 // screenshot is kept in test/artifacts/api-docs.png (gitignored).
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { get, type IncomingHttpHeaders } from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { gunzipSync } from 'node:zlib';
 import { chromium, type BrowserContext } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { projectRoot } from '../../../infra/build.js';
+import { gzippedAssetName, SWAGGER_UI_ASSETS } from '../../../lib/api/api-docs.js';
 import { startLocalService, type LocalService } from '../../support/local-service.js';
 
 const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
@@ -23,6 +26,18 @@ const operations = Object.entries(doc.paths).flatMap(([path, item]) =>
     .filter((m) => ['get', 'post', 'put', 'patch', 'delete'].includes(m))
     .map((m) => `${m.toUpperCase()} ${path}`),
 );
+
+/** A GET whose body is the bytes on the wire (no content decoding). */
+function getRaw(url: string, acceptEncoding: string): Promise<{ status: number; headers: IncomingHttpHeaders; body: Buffer }> {
+  return new Promise((resolve, reject) => {
+    get(url, { headers: { 'accept-encoding': acceptEncoding } }, (res) => {
+      const chunks: Buffer[] = [];
+      res.on('data', (c: Buffer) => chunks.push(c));
+      res.on('end', () => resolve({ status: res.statusCode ?? 0, headers: res.headers, body: Buffer.concat(chunks) }));
+      res.on('error', reject);
+    }).on('error', reject);
+  });
+}
 
 let service: LocalService;
 beforeAll(async () => {
@@ -50,9 +65,27 @@ describe('API document', () => {
     const js = await fetch(`${service.baseUrl}/docs/swagger-ui-bundle.js`, { headers: { 'accept-encoding': 'gzip' } });
     expect(js.status).toBe(200);
     expect(js.headers.get('content-type')).toMatch(/^text\/javascript/);
+    expect(js.headers.get('content-encoding')).toBe('gzip');
     // fetch decodes gzip: the text is the package's own file.
     expect(await js.text()).toBe(readFileSync(join(projectRoot, 'node_modules', 'swagger-ui-dist', 'swagger-ui-bundle.js'), 'utf8'));
     expect((await fetch(`${service.baseUrl}/docs/nope.js`)).status).toBe(404);
+  });
+
+  it('P4: Swagger UI comes from the gzipped files beside the docs bundle, as gzip or, for a client refusing it, as plain text', async () => {
+    for (const a of SWAGGER_UI_ASSETS) {
+      const source = readFileSync(join(projectRoot, 'node_modules', a.source));
+      // Served bytes are the stored file's: gzip on the wire (undici's fetch would decode it, node:http does not).
+      const gz = await getRaw(`${service.baseUrl}/docs/${a.file}`, 'gzip');
+      expect(gz.status).toBe(200);
+      expect(gz.headers['content-encoding']).toBe('gzip');
+      expect(gz.body.equals(readFileSync(join(projectRoot, '.esbuild', 'docs', gzippedAssetName(a.file))))).toBe(true);
+      expect(gunzipSync(gz.body).equals(source)).toBe(true);
+      const plain = await getRaw(`${service.baseUrl}/docs/${a.file}`, 'identity');
+      expect(plain.status).toBe(200);
+      expect(plain.headers['content-encoding']).toBeUndefined();
+      expect(plain.headers['content-type']).toBe(a.type);
+      expect(plain.body.equals(source)).toBe(true);
+    }
   });
 
   describe.skipIf(!hasChromium)(`rendered in headless Chromium${hasChromium ? '' : ' (SKIPPED: no chromium)'}`, () => {

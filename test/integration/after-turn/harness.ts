@@ -7,7 +7,7 @@ import type { Context } from 'aws-lambda';
 import type { Redis } from 'ioredis';
 import { AfterTurnConsumer, type AfterTurnConsumerDeps } from '../../../lib/after-turn/consumer.js';
 import { afterTurnPersistence, idempotencyPk } from '../../../lib/after-turn/idempotency.js';
-import { createDynamoClient, createRedisClients, waitForRedis } from '../../../lib/clients.js';
+import { createDynamoClient, createRedisClients, waitForRedis } from '../../../lib/aws-clients.js';
 import { compactSession } from '../../../lib/compaction/compact-session.js';
 import type { CompressionEngine, CompressOptionName, Transcript } from '../../../lib/compressors/types.js';
 import { SUMMARY_PREFIX, type Item } from '../../../lib/items/types.js';

@@ -4,14 +4,22 @@ import { randomUUID } from 'node:crypto';
 import type { APIGatewayProxyEventV2 } from 'aws-lambda';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ApiKeyStore } from '../../../lib/api/api-keys.js';
-import { handleHttpRequest } from '../../../lib/api/http-app.js';
+import { handleHttpRequest } from '../../../functions/adapters/api-gateway.js';
 import { asIs } from '../../../lib/lineage/prepare.js';
 import { httpDeps, Runtime } from '../../../lib/runtime.js';
 import { sessionKey } from '../../../lib/session-ref.js';
 import { RoundTrips } from '../../support/round-trips.js';
 
+// The coordination path alone: with per-tenant limits on, every request first spends one call on its
+// tenant's counter node (README, Tenant limits), which test/e2e/http/tenant-limits.test.ts covers.
 const rt = new Runtime({
-  env: { REDIS_URLS: process.env.REDIS_URLS!, DYNAMODB_ENDPOINT: process.env.DYNAMODB_ENDPOINT!, TABLE_NAME: process.env.TABLE_NAME! },
+  env: {
+    REDIS_URLS: process.env.REDIS_URLS!,
+    DYNAMODB_ENDPOINT: process.env.DYNAMODB_ENDPOINT!,
+    TABLE_NAME: process.env.TABLE_NAME!,
+    RATE_LIMIT_REQUESTS_PER_SECOND: '0',
+    RATE_LIMIT_COMPRESSIONS_PER_MINUTE: '0',
+  },
 });
 const tenantId = `rt-${randomUUID().slice(0, 8)}`;
 let key: string;
@@ -84,20 +92,28 @@ describe('HTTP round trips (P2, issue 9)', () => {
     expect(calls.map((c) => c.op)).toEqual(['GetItemCommand', 'QueryCommand']);
   });
 
-  it('A3: an idempotent append costs its two reads side by side and one transaction', async () => {
+  it('P5/A3: an idempotent append in a warm container is one transaction; a cold one reads the record and the key side by side first', async () => {
     const deps = await httpDeps(rt);
     const ref = await seeded(2);
-    const append = request('POST', `/sessions/${ref.sessionId}/messages`, { messages: [{ role: 'user', content: 'hi' }] });
-    append.headers['idempotency-key'] = `k-${randomUUID()}`;
-    const { result, phases } = await trips.during(() => handleHttpRequest(append, deps, { requestId: 'append' }));
-    expect(result.statusCode).toBe(200);
-    expect(
+    const append = () => {
+      const req = request('POST', `/sessions/${ref.sessionId}/messages`, { messages: [{ role: 'user', content: 'hi' }] });
+      req.headers['idempotency-key'] = `k-${randomUUID()}`;
+      return req;
+    };
+    const steps = (phases: { dynamo: { op: string }[][] }) =>
       phases.dynamo.map((step) =>
         step
           .map((c) => c.op)
           .sort()
           .join(' ∥ '),
-      ),
-    ).toEqual(['GetItemCommand ∥ GetItemCommand', 'TransactWriteItemsCommand']);
+      );
+    // This container created and filled the session: it knows the record.
+    const warm = await trips.during(() => handleHttpRequest(append(), deps, { requestId: 'warm' }));
+    expect(warm.result.statusCode).toBe(200);
+    expect(steps(warm.phases)).toEqual(['TransactWriteItemsCommand']);
+    (await rt.core()).store['table'].records.drop(`T#${tenantId}#S#${ref.sessionId}`);
+    const cold = await trips.during(() => handleHttpRequest(append(), deps, { requestId: 'cold' }));
+    expect(cold.result.statusCode).toBe(200);
+    expect(steps(cold.phases)).toEqual(['GetItemCommand ∥ GetItemCommand', 'TransactWriteItemsCommand']);
   });
 });

@@ -21,12 +21,12 @@ function runtime(extra: Record<string, string> = {}): Runtime {
 describe('shard settings (issue 15)', () => {
   it('defaults come from keys.ts', async () => {
     const { store } = await runtime({ ATTEMPT_SHARDS: '', ROTATION_SHARDS: '' }).core();
-    expect([store.table.attemptShards, store.table.rotationShards]).toEqual([DEFAULT_ATTEMPT_SHARDS, DEFAULT_ROTATION_SHARDS]);
+    expect([store['table'].attemptShards, store['table'].rotationShards]).toEqual([DEFAULT_ATTEMPT_SHARDS, DEFAULT_ROTATION_SHARDS]);
   });
 
   it('ATTEMPT_SHARDS and ROTATION_SHARDS reach the store, which shards its attempts by them', async () => {
     const { store, dynamo, config } = await runtime({ ATTEMPT_SHARDS: '256', ROTATION_SHARDS: '8' }).core();
-    expect([store.table.attemptShards, store.table.rotationShards]).toEqual([256, 8]);
+    expect([store['table'].attemptShards, store['table'].rotationShards]).toEqual([256, 8]);
     const created = await store.createSession({ tenantId: `t-${randomUUID()}`, source: 'shard-settings' });
     if (created.replayed) throw new Error('unexpected replay');
     const ref = { tenantId: created.session.tenantId, sessionId: created.session.sessionId };

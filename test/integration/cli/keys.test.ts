@@ -3,7 +3,7 @@
 import { randomUUID } from 'node:crypto';
 import { afterAll, describe, expect, it } from 'vitest';
 import { ApiKeyStore, hashApiKey, keyIdOf } from '../../../lib/api/api-keys.js';
-import { createDynamoClient } from '../../../lib/clients.js';
+import { createDynamoClient } from '../../../lib/aws-clients.js';
 import { cli, cliInProcess } from '../../support/cli.js';
 
 const client = createDynamoClient({ endpoint: process.env.DYNAMODB_ENDPOINT });

@@ -2,7 +2,7 @@
 // lease taken by SessionLease itself.
 import { randomUUID } from 'node:crypto';
 import { afterAll, describe, expect, it } from 'vitest';
-import { createRedisClients, waitForRedis } from '../../../lib/clients.js';
+import { createRedisClients, waitForRedis } from '../../../lib/aws-clients.js';
 import { SessionLease } from '../../../lib/lease/session-lease.js';
 import { sessionKey } from '../../../lib/session-ref.js';
 import { cli, cliInProcess, testStackFile } from '../../support/cli.js';

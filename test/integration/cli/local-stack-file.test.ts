@@ -10,7 +10,7 @@ import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { projectRoot } from '../../../infra/build.js';
 import { ApiKeyStore } from '../../../lib/api/api-keys.js';
-import { createDynamoClient } from '../../../lib/clients.js';
+import { createDynamoClient } from '../../../lib/aws-clients.js';
 import { cli, testStackFile } from '../../support/cli.js';
 
 const dir = mkdtempSync(join(tmpdir(), 'cli-stack-file-'));

@@ -6,7 +6,7 @@
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { DynamoLineageStore } from '../../../lib/lineage/dynamo/store.js';
-import { createDynamoClient } from '../../../lib/clients.js';
+import { createDynamoClient } from '../../../lib/aws-clients.js';
 import { LineageClient, type CompressResponse } from '../../../lib/client/index.js';
 import { buildLineageChild, startLineageChild, type Child } from '../../support/client/children.js';
 import type { ChildLine } from '../../support/client/lineage-child.js';

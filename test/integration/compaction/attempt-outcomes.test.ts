@@ -1,7 +1,7 @@
 // Outcomes of one attempt against real Redis + DynamoDB Local: C1, C2, C4, C7, C10, C11, C13.
 import { randomUUID } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
-import { createRedisClients, waitForRedis } from '../../../lib/clients.js';
+import { createRedisClients, waitForRedis } from '../../../lib/aws-clients.js';
 import { fromDomainError } from '../../../lib/api/errors.js';
 import { compactSession } from '../../../lib/compaction/index.js';
 import { ChainDeletedError } from '../../../lib/lineage/errors.js';

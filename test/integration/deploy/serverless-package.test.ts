@@ -11,9 +11,10 @@ import { mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
+import { gunzipSync } from 'node:zlib';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { projectRoot } from '../../../infra/build.js';
-import { DOCS_ROUTES } from '../../../lib/api/api-docs.js';
+import { FUNCTION_ASSETS, projectRoot } from '../../../infra/build.js';
+import { DOCS_ROUTES, gzippedAssetName, SWAGGER_UI_ASSETS } from '../../../lib/api/api-docs.js';
 import { routes } from '../../../lib/api/routes.js';
 
 const run = promisify(execFile);
@@ -138,18 +139,31 @@ const resourcesFor = (t: Template, role: string, action: string) =>
     .flatMap((s) => (Array.isArray(s.Resource) ? s.Resource : [s.Resource]));
 
 describe('serverless package', () => {
-  it('packages each function individually with only its own bundle: index.mjs and its chunks, no metafile', () => {
+  it('packages each function individually with only its own bundle: index.mjs, its chunks and its assets, no metafile', () => {
     const dirs = { http: 'http', afterTurn: 'after-turn', sweep: 'sweep', docs: 'docs' } as const;
     for (const [fn, dir] of Object.entries(dirs)) {
       const files = plain.zips[fn]!;
+      const assets = (FUNCTION_ASSETS[dir] ?? []).map((a) => `.esbuild/${dir}/${gzippedAssetName(a.file)}`);
       expect(files).toContain(`.esbuild/${dir}/index.mjs`);
-      for (const f of files) expect(f).toMatch(new RegExp(`^\\.esbuild/${dir}/[\\w-]+\\.mjs$`));
+      for (const f of files) if (!assets.includes(f)) expect(f).toMatch(new RegExp(`^\\.esbuild/${dir}/[\\w-]+\\.mjs$`));
       expect([...files].sort()).toEqual(
-        [...readdirSync(`${projectRoot}/.esbuild/${dir}`)]
-          .filter((f) => f.endsWith('.mjs'))
-          .map((f) => `.esbuild/${dir}/${f}`)
-          .sort(),
+        [
+          ...[...readdirSync(`${projectRoot}/.esbuild/${dir}`)].filter((f) => f.endsWith('.mjs')).map((f) => `.esbuild/${dir}/${f}`),
+          ...assets,
+        ].sort(),
       );
+    }
+  });
+
+  it('P4: the docs zip carries Swagger UI as the gzipped files its handler reads beside its bundle', async () => {
+    const zip = join(plain.dir, 'docs.zip');
+    expect(SWAGGER_UI_ASSETS.length).toBeGreaterThan(0);
+    for (const a of SWAGGER_UI_ASSETS) {
+      const { stdout } = await run('unzip', ['-p', zip, `.esbuild/docs/${gzippedAssetName(a.file)}`], {
+        encoding: 'buffer',
+        maxBuffer: 16 * 1024 * 1024,
+      });
+      expect(gunzipSync(stdout).equals(readFileSync(join(projectRoot, 'node_modules', a.source))), a.file).toBe(true);
     }
   });
 

@@ -4,7 +4,7 @@
 // returns a lease that expired during its own round (an injected clock jumps past the TTL).
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import type { Redis } from 'ioredis';
-import { createRedisClients, waitForRedis } from '../../../lib/clients.js';
+import { createRedisClients, waitForRedis } from '../../../lib/aws-clients.js';
 import { SessionLease } from '../../../lib/lease/index.js';
 import { DelayingProxy } from '../../support/delaying-proxy.js';
 import { newSessionKey, sharedRedisUrls, valuesOnNodes } from './lease-test-support.js';

@@ -1,8 +1,8 @@
-// Shared helpers for lease integration tests: real ioredis clients (via lib/clients.ts).
+// Shared helpers for lease integration tests: real ioredis clients (via lib/aws-clients.ts).
 import { randomUUID } from 'node:crypto';
 import type { Redis } from 'ioredis';
 import { afterAll, beforeAll, expect, vi } from 'vitest';
-import { createRedisClients, waitForRedis } from '../../../lib/clients.js';
+import { createRedisClients, waitForRedis } from '../../../lib/aws-clients.js';
 import { SessionLease, type AcquireResult, type Lease, type LeaseApi } from '../../../lib/lease/index.js';
 
 export function sharedRedisUrls(): string[] {

@@ -2,7 +2,7 @@
 import { randomUUID } from 'node:crypto';
 import { GetCommand, QueryCommand, DynamoDBDocumentClient, PutCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import type { DynamoDBClient } from '@aws-sdk/client-dynamodb';
-import { createDynamoClient } from '../../../lib/clients.js';
+import { createDynamoClient } from '../../../lib/aws-clients.js';
 import type { Item, ItemFormat } from '../../../lib/items/types.js';
 import { DynamoLineageStore, type DynamoLineageStoreOptions } from '../../../lib/lineage/dynamo/store.js';
 import { sessionPk } from '../../../lib/lineage/dynamo/keys.js';

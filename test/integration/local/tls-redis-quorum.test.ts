@@ -3,14 +3,14 @@
 // 3-node Redlock quorum and takes part in acquire / refresh / release (SPEC L3, L4).
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createRedisClient, createRedisClients, waitForRedis } from '../../../lib/clients.js';
+import { createRedisClient, createRedisClients, waitForRedis } from '../../../lib/aws-clients.js';
 import { SessionLease } from '../../../lib/lease/index.js';
 import { startRedis, type LocalRedisProcess } from '../../../infra/local/processes.js';
 import { acquired, newSessionKey } from '../lease/lease-test-support.js';
 
 const PASSWORD = 'p@ss:w0rd/with#symbols';
 
-/** What the runtime builds with REDIS_TLS_CA set (lib/config.ts -> lib/clients.ts). */
+/** What the runtime builds with REDIS_TLS_CA set (lib/config.ts -> lib/aws-clients.ts). */
 function createRedisClientWithCa(url: string, ca: string): Redis {
   return createRedisClient(url, { tlsCa: ca });
 }

@@ -1,4 +1,4 @@
-// lib/clients.ts's DynamoDB transport against DynamoDB Local behind a faulty TCP proxy: the SDK's
+// lib/aws-clients.ts's DynamoDB transport against DynamoDB Local behind a faulty TCP proxy: the SDK's
 // standard retry strategy resends after a transport error (a transaction keeps its
 // ClientRequestToken, so it applies once), and a stalled endpoint fails a call within the
 // configured request timeout instead of hanging until the Lambda timeout (issue 11 item 6).
@@ -12,7 +12,7 @@ import {
 } from '@aws-sdk/client-dynamodb';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { ensureTable } from '../../../infra/table.js';
-import { createDynamoClient } from '../../../lib/clients.js';
+import { createDynamoClient } from '../../../lib/aws-clients.js';
 import { startFaultyProxy, type FaultyProxy, type ProxyFault } from './tcp-proxy.js';
 
 const dynamodb = process.env.DYNAMODB_ENDPOINT!;
@@ -42,7 +42,7 @@ const putNew = (k: ReturnType<typeof key>) =>
 const read = async (k: ReturnType<typeof key>) =>
   (await direct.send(new GetItemCommand({ TableName: tableName, Key: k, ConsistentRead: true }))).Item;
 
-describe('DynamoDB transport (lib/clients.ts)', () => {
+describe('DynamoDB transport (lib/aws-clients.ts)', () => {
   it('a conditional PutItem whose connection is reset before DynamoDB saw it is resent and lands once', async () => {
     const { proxy, client } = await through('reset-first-request');
     const k = key();

@@ -12,7 +12,7 @@ import { ensureTable } from '../../../infra/table.js';
 import { sqsShapedEvent } from '../../../lib/after-turn/local-invoke.js';
 import { LocalLambdaAfterTurnPublisher, NoopAfterTurnPublisher } from '../../../lib/after-turn/publisher.js';
 import { ApiKeyStore } from '../../../lib/api/api-keys.js';
-import { createDynamoClient } from '../../../lib/clients.js';
+import { createDynamoClient } from '../../../lib/aws-clients.js';
 import { ConfigError } from '../../../lib/config.js';
 import { afterTurnDeps, afterTurnPublisher, compaction, httpDeps, Runtime, sweepDeps, type RuntimeOptions } from '../../../lib/runtime.js';
 import { readCompactionEvents } from '../../../lib/events/index.js';

@@ -5,7 +5,7 @@
 import { randomUUID } from 'node:crypto';
 import type { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { DynamoDBDocumentClient, PutCommand, QueryCommand } from '@aws-sdk/lib-dynamodb';
-import { createDynamoClient } from '../../../lib/clients.js';
+import { createDynamoClient } from '../../../lib/aws-clients.js';
 import type { Item } from '../../../lib/items/types.js';
 import { DynamoLineageStore } from '../../../lib/lineage/dynamo/store.js';
 import { rotationShardOf, sessionPk } from '../../../lib/lineage/dynamo/keys.js';

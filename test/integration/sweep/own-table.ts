@@ -2,7 +2,7 @@
 import { randomUUID } from 'node:crypto';
 import type { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { ensureTable } from '../../../infra/table.js';
-import { createDynamoClient } from '../../../lib/clients.js';
+import { createDynamoClient } from '../../../lib/aws-clients.js';
 import { DynamoLineageStore } from '../../../lib/lineage/dynamo/store.js';
 
 export async function infraTable(client: DynamoDBClient, purpose: string): Promise<string> {

@@ -4,7 +4,7 @@ import { randomUUID } from 'node:crypto';
 import type { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { storeOnOwnTable } from './own-table.js';
-import { createRedisClients, waitForRedis } from '../../../lib/clients.js';
+import { createRedisClients, waitForRedis } from '../../../lib/aws-clients.js';
 import { SessionLease } from '../../../lib/lease/session-lease.js';
 import type { DynamoLineageStore } from '../../../lib/lineage/dynamo/store.js';
 import { asIs } from '../../../lib/lineage/prepare.js';
@@ -185,7 +185,7 @@ describe('runSweep (SPEC S1-S3)', () => {
     const sessionIn = async (wanted: (shard: string) => boolean): Promise<SessionRef> => {
       for (;;) {
         const ref = { tenantId, sessionId: randomUUID() };
-        if (!wanted(attemptShardOf(sessionPk(ref), store.table.attemptShards))) continue;
+        if (!wanted(attemptShardOf(sessionPk(ref), store['table'].attemptShards))) continue;
         await store.createSession(ref);
         await store.appendItems(ref, { prepare: asIs(transcript(2)) });
         return ref;

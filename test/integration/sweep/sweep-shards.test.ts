@@ -5,7 +5,7 @@ import { randomUUID } from 'node:crypto';
 import type { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import type { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createRedisClients, waitForRedis } from '../../../lib/clients.js';
+import { createRedisClients, waitForRedis } from '../../../lib/aws-clients.js';
 import { SessionLease } from '../../../lib/lease/session-lease.js';
 import { attemptShardOf, SHARD_QUERY_CONCURRENCY, sessionPk } from '../../../lib/lineage/dynamo/keys.js';
 import { DynamoLineageStore } from '../../../lib/lineage/dynamo/store.js';

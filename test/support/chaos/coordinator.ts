@@ -2,7 +2,7 @@
 // (the shared test stack, or nodes a chaos test owns and kills).
 import type { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import type { Redis } from 'ioredis';
-import { createDynamoClient, createRedisClients, waitForRedis } from '../../../lib/clients.js';
+import { createDynamoClient, createRedisClients, waitForRedis } from '../../../lib/aws-clients.js';
 import { SessionLease } from '../../../lib/lease/index.js';
 import type { Item } from '../../../lib/items/types.js';
 import { DynamoLineageStore } from '../../../lib/lineage/dynamo/store.js';

@@ -6,7 +6,7 @@ import type { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { startDynamoDbLocal, type LocalProcess } from '../../../infra/local/processes.js';
 import { ensureTable } from '../../../infra/table.js';
 import { ApiKeyStore } from '../../../lib/api/api-keys.js';
-import { createDynamoClient } from '../../../lib/clients.js';
+import { createDynamoClient } from '../../../lib/aws-clients.js';
 import { SessionLease } from '../../../lib/lease/index.js';
 import { DynamoLineageStore } from '../../../lib/lineage/dynamo/store.js';
 import { startLocalService, type LocalService } from '../local-service.js';

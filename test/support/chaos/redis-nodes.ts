@@ -1,7 +1,7 @@
 // Redis nodes this test owns (never the shared ones): SIGKILL one, restart it on the same
 // port so the clients' background reconnect brings it back into the quorum.
 import type { Redis } from 'ioredis';
-import { createRedisClients, waitForRedis } from '../../../lib/clients.js';
+import { createRedisClients, waitForRedis } from '../../../lib/aws-clients.js';
 import { startRedis, type LocalProcess } from '../../../infra/local/processes.js';
 
 export interface OwnRedisNodes {

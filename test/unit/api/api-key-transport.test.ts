@@ -5,8 +5,9 @@ import { createServer, type Server, type Socket } from 'node:net';
 import type { APIGatewayProxyEventV2 } from 'aws-lambda';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { ApiKeyStore } from '../../../lib/api/api-keys.js';
-import { handleHttpRequest, type ApiDeps } from '../../../lib/api/http-app.js';
-import { createDynamoClient } from '../../../lib/clients.js';
+import type { ApiDeps } from '../../../lib/api/http-app.js';
+import { handleHttpRequest } from '../../../functions/adapters/api-gateway.js';
+import { createDynamoClient } from '../../../lib/aws-clients.js';
 import { StoreRetryableError } from '../../../lib/lineage/errors.js';
 import type { LineageStore } from '../../../lib/lineage/types.js';
 

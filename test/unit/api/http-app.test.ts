@@ -3,7 +3,8 @@
 // what is under test here; the real store is exercised end to end in test/e2e.
 import type { APIGatewayProxyEventV2 } from 'aws-lambda';
 import { describe, expect, it, vi } from 'vitest';
-import { handleHttpRequest, type ApiDeps } from '../../../lib/api/http-app.js';
+import type { ApiDeps } from '../../../lib/api/http-app.js';
+import { handleHttpRequest } from '../../../functions/adapters/api-gateway.js';
 import type { CompactionOutcome } from '../../../lib/compaction/types.js';
 import type { Item } from '../../../lib/items/types.js';
 import { LeaseUnavailableError } from '../../../lib/lease/errors.js';

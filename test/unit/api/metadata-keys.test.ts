@@ -7,7 +7,8 @@
 // with no 400. (Items are unaffected: validation hands back the client's own objects.)
 import type { APIGatewayProxyEventV2 } from 'aws-lambda';
 import { describe, expect, it, vi } from 'vitest';
-import { handleHttpRequest, type ApiDeps } from '../../../lib/api/http-app.js';
+import type { ApiDeps } from '../../../lib/api/http-app.js';
+import { handleHttpRequest } from '../../../functions/adapters/api-gateway.js';
 import type { CreateSessionInput, LineageStore, SessionRecord } from '../../../lib/lineage/types.js';
 
 const KEY = 'slk_adversarial';

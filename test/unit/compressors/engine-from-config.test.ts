@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { engineConfigFromEnv } from '../../../lib/compressors/engine-config.js';
+import { engineConfigFromEnvironment as engineConfigFromEnv } from '../../../lib/config.js';
 import { engineFromConfig, ExtractiveCompressor, OpenAiSummarizer } from '../../../lib/compressors/index.js';
 
 // The environment is parsed once into the service config (lib/config.ts); engines come from that config.

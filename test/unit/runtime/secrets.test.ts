@@ -4,7 +4,7 @@
 import { GetParameterCommand, ParameterNotFound, SSMClient } from '@aws-sdk/client-ssm';
 import { mockClient } from 'aws-sdk-client-mock';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { createSsmClient, ssmSecretReader } from '../../../lib/clients.js';
+import { createSsmClient, ssmSecretReader } from '../../../lib/aws-clients.js';
 import { ConfigError, loadConfig, resolveEngine, resolveRedisUrls } from '../../../lib/config.js';
 
 const ssm = mockClient(SSMClient);

@@ -5,7 +5,7 @@ import { SQSClient } from '@aws-sdk/client-sqs';
 import { SSMClient } from '@aws-sdk/client-ssm';
 import { SSMProvider } from '@aws-lambda-powertools/parameters/ssm';
 import { Redis } from 'ioredis';
-import type { SecretReader } from './config.js';
+import { defaultAwsRegion, type SecretReader } from './config.js';
 
 export interface RedisClientOptions {
   /** Per-command connect timeout; small so a dead node is noticed in milliseconds. */
@@ -78,7 +78,7 @@ export const DEFAULT_AWS_TRANSPORT = { maxAttempts: 3, connectTimeoutMs: 1_000, 
  */
 function awsClientConfig(opts: AwsTransportOptions) {
   return {
-    region: opts.region ?? process.env.AWS_REGION ?? 'us-east-1',
+    region: opts.region ?? defaultAwsRegion(),
     retryMode: 'standard',
     maxAttempts: opts.maxAttempts ?? DEFAULT_AWS_TRANSPORT.maxAttempts,
     requestHandler: {
