@@ -23,7 +23,6 @@ export const conversationIdParam = z
   .string()
   .check(z.regex(CONVERSATION_ID_PATTERN, 'must be 1-128 characters of letters, digits and "._:@-"'));
 
-
 /** What metadata may hold (issue 11): it is kept as JSON text, so these are the only limits. */
 export const METADATA_MAX_BYTES = 16_384;
 export const METADATA_MAX_DEPTH = 16;
