@@ -45,6 +45,7 @@ import {
   oldItemOf,
   TRANSACTION_ENTRIES,
   withoutUndefined,
+  type Key,
   type Table,
   type TransactItem,
 } from './table.js';
@@ -159,7 +160,7 @@ export class Sessions {
 
     const ahead: { w?: string } = {};
     try {
-      const result = await this.appendRounds(ref, input, first, ahead, cached);
+      const result = await this.appendRounds(ref, input, idemKey, first, ahead, cached);
       if (result.replayed && ahead.w) await this.dropParts(pk, ahead.w);
       return result;
     } catch (err) {
@@ -173,13 +174,14 @@ export class Sessions {
   private async appendRounds(
     ref: SessionRef,
     input: AppendInput,
+    /** The key's record (session- or conversation-scoped), decided once by append(). */
+    idemKey: Key | undefined,
     first: MetaItem | undefined,
     ahead: { w?: string },
     cached: MetaItem | undefined,
   ): Promise<AppendResult> {
     const pk = sessionPk(ref);
     const idem = input.idempotency;
-    const idemKey = idem && appendIdempotencyKey(ref, idem.key);
     let meta = first;
     let prepared: PreparedItems | undefined;
     let groups: Encoded[][] | undefined;
