@@ -4,6 +4,7 @@
 import { HelpRequested } from './args.js';
 import type { Command } from './command.js';
 import { auditForks } from './commands/audit.js';
+import { conversationsDelete, conversationsList, conversationsShow } from './commands/conversations.js';
 import { dlqRedrive } from './commands/dlq.js';
 import { keysCreate, keysList, keysRevoke } from './commands/keys.js';
 import { leaseRelease, leaseShow } from './commands/lease.js';
@@ -12,6 +13,9 @@ import { CliError, EXIT_FAILED, EXIT_OK, EXIT_USAGE, UsageError } from './errors
 import { processIo, type CliIo } from './io.js';
 
 export const COMMANDS: readonly Command[] = [
+  conversationsList,
+  conversationsShow,
+  conversationsDelete,
   sessionsShow,
   lineage,
   auditForks,

@@ -9,6 +9,7 @@ const id = z.string().check(z.minLength(1), z.maxLength(256));
 export const afterTurnEventSchema = z.object({
   tenantId: id,
   sessionId: id,
+  conversationId: z.optional(id),
   origin: z.enum(['turn', 'review', 'manual']),
   /** The HTTP request that published it (x-request-id), carried into the consumer's logs. */
   correlationId: z.optional(z.string().check(z.maxLength(256))),

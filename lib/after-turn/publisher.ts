@@ -10,6 +10,8 @@ import { afterTurnFunctionName, sqsShapedEvent } from './local-invoke.js';
 export interface AfterTurnEvent {
   tenantId: string;
   sessionId: string;
+  /** K1: the conversation of the session (absent for sessions from before conversations). */
+  conversationId?: string;
   origin: CompactionOrigin;
   /** The HTTP request that published it (x-request-id), carried into the consumer's logs. */
   correlationId?: string;

@@ -5,7 +5,9 @@ import { InvalidCursorError } from '../lineage/cursor.js';
 import {
   AttemptInFlightError,
   ChainDeletedError,
+  ConversationNotFoundError,
   CountMismatchError,
+  FormatMismatchError,
   FenceStaleError,
   IdempotencyKeyReusedError,
   ItemTooLargeError,
@@ -31,6 +33,7 @@ export type ErrorCode =
   | 'cursor_stale'
   | 'lineage_too_deep'
   | 'conflict'
+  | 'format_mismatch'
   | 'payload_too_large'
   | 'unsupported_media_type'
   | 'idempotency_key_reused'
@@ -76,6 +79,8 @@ export function leaseUnavailable(): HttpError {
 export function fromDomainError(err: unknown): HttpError | null {
   if (err instanceof HttpError) return err;
   if (err instanceof SessionNotFoundError) return notFound(err.sessionId);
+  if (err instanceof ConversationNotFoundError) return new HttpError(404, 'not_found', err.message);
+  if (err instanceof FormatMismatchError) return new HttpError(409, 'format_mismatch', err.message);
   if (err instanceof SessionEndedError || err instanceof RotationLostError) {
     return new HttpError(409, 'session_ended', err.message, { liveSessionId: err.liveSessionId });
   }

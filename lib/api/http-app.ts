@@ -6,7 +6,7 @@ import { MAX_BODY_BYTES } from '../lineage/limits.js';
 import { fromDomainError, HttpError, invalidField } from './errors.js';
 import { parseJsonBody } from './json-body.js';
 import { matchRoute, type RouteDeps, type RouteResult } from './routes.js';
-import { sessionIdParam } from './schemas.js';
+import { conversationIdParam, sessionIdParam } from './schemas.js';
 import type { LimitKind, TenantLimiter } from './tenant-limits.js';
 
 export const DEFAULT_MAX_BODY_BYTES = MAX_BODY_BYTES;
@@ -39,9 +39,10 @@ export interface HttpResponse {
   body?: string;
 }
 
-const paramSchemas: Record<string, typeof sessionIdParam> = { id: sessionIdParam };
+const paramSchemas: Record<string, typeof sessionIdParam> = { id: sessionIdParam, conversationId: conversationIdParam };
 
-const COMPRESS_PATH = '/sessions/{id}/compress';
+/** Session and conversation compress routes (a conversation's acts on its live session). */
+const COMPRESS_SUFFIX = '/compress';
 const REQUEST: readonly LimitKind[] = ['request'];
 const COMPRESS: readonly LimitKind[] = ['request', 'compress'];
 
@@ -100,9 +101,9 @@ export async function handleRequest(req: HttpRequest, deps: ApiDeps, inv: Invoca
     const { route, params } = matchRoute(method, path);
     const validParams = validateParams(params);
     // Before the body is read: a tenant over its limit costs no parsing (issue 22).
-    await deps.limits?.check(tenantId, route.path === COMPRESS_PATH ? COMPRESS : REQUEST);
+    await deps.limits?.check(tenantId, route.path.endsWith(COMPRESS_SUFFIX) ? COMPRESS : REQUEST);
     const body =
-      method === 'POST'
+      method === 'POST' || method === 'PUT' || method === 'PATCH'
         ? parseJsonBody(
             { body: req.body, contentType: headers['content-type'], declaredLength: Number(headers['content-length']) },
             deps.maxBodyBytes ?? DEFAULT_MAX_BODY_BYTES,

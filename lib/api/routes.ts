@@ -5,17 +5,25 @@ import { validateItems, describeProblem } from '../items/validate.js';
 import { decodeCursor, encodeCursor } from '../lineage/cursor.js';
 import { MAX_PAGE_BYTES } from '../lineage/limits.js';
 import { withEstimates } from '../lineage/prepare.js';
-import type { IdempotencyInput, LineageStore, SessionRecord, StoredResponse } from '../lineage/types.js';
+import type { ConversationScope, IdempotencyInput, LineageStore, PagePosition, SessionRecord, StoredResponse } from '../lineage/types.js';
 import type { Logger } from '../logger.js';
 import type { SessionRef } from '../session-ref.js';
 import { requestDigest } from './canonical-json.js';
+import { conversationRoutes } from './conversation-routes.js';
 import { HttpError, invalidField, leaseUnavailable, notFound } from './errors.js';
+import type { LiveTips } from './live-tips.js';
 import { appendBody, assertMetadata, compressBody, createSessionBody, DEFAULT_LIMIT, listMessagesQuery, parseWith } from './schemas.js';
 import { lineageEntryView, outcomeView, sessionView } from './views.js';
 
 /** Structurally the after-turn publisher of lib/after-turn/publisher.ts. */
 export interface TurnEventPublisher {
-  publish(e: { tenantId: string; sessionId: string; origin: CompactionOrigin; correlationId?: string }): Promise<void>;
+  publish(e: {
+    tenantId: string;
+    sessionId: string;
+    conversationId?: string;
+    origin: CompactionOrigin;
+    correlationId?: string;
+  }): Promise<void>;
 }
 
 export interface RouteDeps {
@@ -25,6 +33,8 @@ export interface RouteDeps {
   logger: Logger;
   /** After-turn events are published only once a session's token estimate passes this (F3); unset: always. */
   publishAboveTokens?: number;
+  /** The container's known conversation tips (P5); one per deps object when absent. */
+  liveTips?: LiveTips;
 }
 
 export interface RouteContext {
@@ -48,7 +58,7 @@ export interface RouteResult {
   headers?: Record<string, string>;
 }
 
-export type HttpMethod = 'GET' | 'POST' | 'DELETE';
+export type HttpMethod = 'GET' | 'PUT' | 'POST' | 'PATCH' | 'DELETE';
 
 export interface Route {
   method: HttpMethod;
@@ -64,14 +74,14 @@ function refOf(ctx: RouteContext): SessionRef {
   return { tenantId: ctx.tenantId, sessionId: ctx.params.id! };
 }
 
-function idempotencyOf(ctx: RouteContext): IdempotencyInput | undefined {
+export function idempotencyOf(ctx: RouteContext): IdempotencyInput | undefined {
   const key = ctx.headers['idempotency-key'];
   if (key === undefined) return undefined;
   if (!IDEMPOTENCY_KEY.test(key)) throw invalidField('Idempotency-Key', 'must be 1-255 printable ASCII characters');
   return { key, requestHash: requestDigest(ctx.body) };
 }
 
-function replayed(response: StoredResponse): RouteResult {
+export function replayed(response: StoredResponse): RouteResult {
   return { status: response.status, body: response.body, headers: { 'idempotent-replayed': 'true' } };
 }
 
@@ -114,94 +124,135 @@ export const routes: readonly Route[] = [
     method: 'POST',
     path: '/sessions/{id}/messages',
     async handle(ctx) {
-      const body = parseWith(appendBody, ctx.body, 'body');
-      const ref = refOf(ctx);
-      const r = await ctx.deps.store.appendItems(ref, {
-        // A1: what a valid item is depends on the session's format, known once the store read it.
-        prepare: (session) => {
-          const checked = validateItems(session.format, body.messages);
-          if (!checked.ok) {
-            const field = `messages[${checked.problem.index}]${checked.problem.path ? `.${checked.problem.path}` : ''}`;
-            throw new HttpError(400, 'invalid_request', describeProblem(checked.problem), { field });
-          }
-          return withEstimates(checked.items, session);
-        },
-        ...optional('expectedCount', body.expectedCount),
-        ...optional('idempotency', idempotencyOf(ctx)),
-        respond: (s, appended) => ({ status: 200, body: { session: sessionView(s), appended } }),
-      });
-      if (r.replayed) return replayed(r.response);
-      await publishTurn(ctx, r.session);
-      return { status: 200, body: { session: sessionView(r.session), appended: r.appended } };
+      return (await appendTo(ctx, refOf(ctx))).result;
     },
   },
   {
     method: 'GET',
     path: '/sessions/{id}/messages',
     async handle(ctx) {
-      const q = parseWith(listMessagesQuery, ctx.query, 'query');
-      const ref = refOf(ctx);
-      if (q.tail !== undefined) {
-        if (q.cursor !== undefined || q.limit !== undefined) throw invalidField('tail', 'cannot be combined with cursor or limit');
-        const { items, truncated, session } = await ctx.deps.store.readTail(ref, q.tail, MAX_PAGE_BYTES);
-        return { status: 200, body: { messages: items, nextCursor: null, truncated, session: sessionView(session) } };
-      }
-      const from = q.cursor === undefined ? undefined : decodeCursor(ref.tenantId, ref.sessionId, q.cursor);
-      const page = await ctx.deps.store.readPage(ref, {
-        limit: q.limit ?? DEFAULT_LIMIT,
-        maxBytes: MAX_PAGE_BYTES,
-        ...optional('from', from),
-      });
-      return {
-        status: 200,
-        body: {
-          messages: page.items,
-          nextCursor: page.next ? encodeCursor(ref.tenantId, ref.sessionId, page.next) : null,
-          truncated: false,
-          session: sessionView(page.session),
-        },
-      };
+      return (await readMessages(ctx, refOf(ctx))).result;
     },
   },
   {
     method: 'DELETE',
     path: '/sessions/{id}/messages/last',
     async handle(ctx) {
-      const { removed, session } = await ctx.deps.store.popLast(refOf(ctx));
-      return { status: 200, body: { removed, session: sessionView(session) } };
+      return (await popFrom(ctx, refOf(ctx))).result;
     },
   },
   {
     method: 'GET',
     path: '/sessions/{id}/lineage',
     async handle(ctx) {
-      const chain = await ctx.deps.store.lineage(refOf(ctx));
-      const last = chain.at(-1);
-      if (!last) throw notFound(ctx.params.id!);
-      // The live tip; a deleted last session leaves the conversation without one.
-      return { status: 200, body: { chain: chain.map(lineageEntryView), tip: last.deletedAt ? null : last.sessionId } };
+      return (await lineageOf(ctx, refOf(ctx))).result;
     },
   },
   {
     method: 'POST',
     path: '/sessions/{id}/compress',
     async handle(ctx) {
-      const body = parseWith(compressBody, ctx.body, 'body');
-      // P2: no session read first; the lease decides, and the attempt's first write finds an unknown session (404).
-      const outcome = await ctx.deps.compact({
-        ref: refOf(ctx),
-        mode: body.mode,
-        origin: body.origin,
-        holder: `http:${ctx.requestId}`,
-        correlationId: ctx.requestId,
-        ...optional('keepLast', body.keepLast),
-        ...optional('remainingTimeMs', ctx.remainingTimeMs),
-      });
-      if (outcome.outcome === 'skipped' && outcome.reason === 'lease_unavailable') throw leaseUnavailable();
-      return { status: 200, body: outcomeView(outcome) };
+      return (await compressOn(ctx, refOf(ctx))).result;
     },
   },
+  ...conversationRoutes,
 ];
+
+/** What a session operation answered, and the session it acted on as the answer shows it. */
+export interface Acted {
+  result: RouteResult;
+  session?: SessionRecord;
+}
+
+/** POST .../messages on `ref` (A1, A3, A4); `scope` puts the Idempotency-Key under a conversation (K2). */
+export async function appendTo(ctx: RouteContext, ref: SessionRef, scope?: ConversationScope): Promise<Acted> {
+  const body = parseWith(appendBody, ctx.body, 'body');
+  const idempotency = idempotencyOf(ctx);
+  const r = await ctx.deps.store.appendItems(ref, {
+    // A1: what a valid item is depends on the session's format, known once the store read it.
+    prepare: (session) => {
+      const checked = validateItems(session.format, body.messages);
+      if (!checked.ok) {
+        const field = `messages[${checked.problem.index}]${checked.problem.path ? `.${checked.problem.path}` : ''}`;
+        throw new HttpError(400, 'invalid_request', describeProblem(checked.problem), { field });
+      }
+      return withEstimates(checked.items, session);
+    },
+    ...optional('expectedCount', body.expectedCount),
+    ...optional('idempotency', idempotency && scope ? { ...idempotency, conversation: scope } : idempotency),
+    respond: (s, appended) => ({ status: 200, body: { session: sessionView(s), appended } }),
+  });
+  if (r.replayed) return { result: replayed(r.response) };
+  await publishTurn(ctx, r.session);
+  return { result: { status: 200, body: { session: sessionView(r.session), appended: r.appended } }, session: r.session };
+}
+
+/** GET .../messages on `ref` (A5); `cursorOf` decodes a cursor for it (conversations tell a rotated one apart). */
+export async function readMessages(
+  ctx: RouteContext,
+  ref: SessionRef,
+  cursorOf: (cursor: string) => PagePosition = (c) => decodeCursor(ref.tenantId, ref.sessionId, c),
+): Promise<Acted> {
+  const q = parseWith(listMessagesQuery, ctx.query, 'query');
+  if (q.tail !== undefined) {
+    if (q.cursor !== undefined || q.limit !== undefined) throw invalidField('tail', 'cannot be combined with cursor or limit');
+    const { items, truncated, session } = await ctx.deps.store.readTail(ref, q.tail, MAX_PAGE_BYTES);
+    return { result: { status: 200, body: { messages: items, nextCursor: null, truncated, session: sessionView(session) } }, session };
+  }
+  const from = q.cursor === undefined ? undefined : cursorOf(q.cursor);
+  const page = await ctx.deps.store.readPage(ref, {
+    limit: q.limit ?? DEFAULT_LIMIT,
+    maxBytes: MAX_PAGE_BYTES,
+    ...optional('from', from),
+  });
+  return {
+    result: {
+      status: 200,
+      body: {
+        messages: page.items,
+        nextCursor: page.next ? encodeCursor(ref.tenantId, ref.sessionId, page.next) : null,
+        truncated: false,
+        session: sessionView(page.session),
+      },
+    },
+    session: page.session,
+  };
+}
+
+/** DELETE .../messages/last on `ref` (A6). */
+export async function popFrom(ctx: RouteContext, ref: SessionRef): Promise<Acted> {
+  const { removed, session } = await ctx.deps.store.popLast(ref);
+  return { result: { status: 200, body: { removed, session: sessionView(session) } }, session };
+}
+
+/** GET .../lineage from `ref`: the whole chain, and its live tip. */
+export async function lineageOf(ctx: RouteContext, ref: SessionRef): Promise<Acted> {
+  const chain = await ctx.deps.store.lineage(ref);
+  const last = chain.at(-1);
+  if (!last) throw notFound(ref.sessionId);
+  // The live tip; a deleted last session leaves the conversation without one.
+  return {
+    result: { status: 200, body: { chain: chain.map(lineageEntryView), tip: last.deletedAt ? null : last.sessionId } },
+    session: last,
+  };
+}
+
+/** POST .../compress on `ref`; the outcome names the live session after it. */
+export async function compressOn(ctx: RouteContext, ref: SessionRef): Promise<{ result: RouteResult; outcome: CompactionOutcome }> {
+  const body = parseWith(compressBody, ctx.body, 'body');
+  // P2: no session read first; the lease decides, and the attempt's first write finds an unknown session (404).
+  const outcome = await ctx.deps.compact({
+    ref,
+    mode: body.mode,
+    origin: body.origin,
+    holder: `http:${ctx.requestId}`,
+    correlationId: ctx.requestId,
+    ...optional('keepLast', body.keepLast),
+    ...optional('remainingTimeMs', ctx.remainingTimeMs),
+  });
+  if (outcome.outcome === 'skipped' && outcome.reason === 'lease_unavailable') throw leaseUnavailable();
+  return { result: { status: 200, body: outcomeView(outcome) }, outcome };
+}
 
 async function publishTurn(ctx: RouteContext, session: SessionRecord): Promise<void> {
   const threshold = ctx.deps.publishAboveTokens;
@@ -210,6 +261,7 @@ async function publishTurn(ctx: RouteContext, session: SessionRecord): Promise<v
     await ctx.deps.publisher.publish({
       tenantId: session.tenantId,
       sessionId: session.sessionId,
+      ...optional('conversationId', session.conversationId),
       origin: 'turn',
       correlationId: ctx.requestId,
     });
@@ -220,7 +272,7 @@ async function publishTurn(ctx: RouteContext, session: SessionRecord): Promise<v
 }
 
 /** `{[name]: value}` when the value is present, else nothing (exactOptionalPropertyTypes-friendly spreads). */
-function optional<K extends string, V>(name: K, value: V | undefined): { [P in K]?: V } {
+export function optional<K extends string, V>(name: K, value: V | undefined): { [P in K]?: V } {
   return (value === undefined ? {} : { [name]: value }) as { [P in K]?: V };
 }
 

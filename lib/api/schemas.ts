@@ -16,6 +16,13 @@ export const SESSION_ID_PATTERN = /^[A-Za-z0-9][A-Za-z0-9_-]{0,127}$/;
 
 export const sessionIdParam = z.string().check(z.regex(SESSION_ID_PATTERN, 'must be 1-128 letters, digits, "_" or "-"'));
 
+/** K1: conversation ids are the client's: 1-128 letters, digits and `._:@-` (never '#' or '/', which keys and paths use). */
+export const CONVERSATION_ID_PATTERN = /^[A-Za-z0-9._:@-]{1,128}$/;
+
+export const conversationIdParam = z
+  .string()
+  .check(z.regex(CONVERSATION_ID_PATTERN, 'must be 1-128 characters of letters, digits and "._:@-"'));
+
 /** What metadata may hold (issue 11): it is kept as JSON text, so these are the only limits. */
 export const METADATA_MAX_BYTES = 16_384;
 export const METADATA_MAX_DEPTH = 16;
@@ -30,6 +37,20 @@ export const createSessionBody = z.strictObject({
     z.custom<Record<string, unknown>>((v) => typeof v === 'object' && v !== null && !Array.isArray(v), 'must be a JSON object'),
   ),
 });
+
+const metadataField = z.custom<Record<string, unknown>>(
+  (v) => typeof v === 'object' && v !== null && !Array.isArray(v),
+  'must be a JSON object',
+);
+
+/** PUT /conversations/{id}: everything optional; `format` given explicitly must match an existing conversation's. */
+export const putConversationBody = z.strictObject({
+  format: z.optional(z.enum(ITEM_FORMATS as ['chat', 'responses'])),
+  source: z.optional(z.string().check(z.minLength(1), z.maxLength(200))),
+  metadata: z.optional(metadataField),
+});
+
+export const patchConversationBody = z.strictObject({ metadata: metadataField });
 
 export const appendBody = z.strictObject({
   // Any count: one append lands whole or not at all (A7); the body limit bounds it.
@@ -55,6 +76,13 @@ export const listMessagesQuery = z.strictObject({
 });
 
 export const DEFAULT_LIMIT = DEFAULT_PAGE_ITEMS;
+
+export const MAX_CONVERSATIONS_PAGE = 100;
+
+export const listConversationsQuery = z.strictObject({
+  limit: z.optional(count(MAX_CONVERSATIONS_PAGE)),
+  cursor: z.optional(z.string().check(z.minLength(1), z.maxLength(600))),
+});
 
 export type CreateSessionBody = z.infer<typeof createSessionBody>;
 export type AppendBody = z.infer<typeof appendBody>;

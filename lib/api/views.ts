@@ -3,10 +3,12 @@
 import type { CompactionOutcome } from '../compaction/types.js';
 import type { ItemFormat } from '../items/types.js';
 import { MAX_PAGE_BYTES } from '../lineage/limits.js';
-import type { SessionRecord } from '../lineage/types.js';
+import type { ConversationRecord, SessionRecord } from '../lineage/types.js';
 
 export interface SessionView {
   sessionId: string;
+  /** K1: the conversation the session belongs to (null on sessions from before conversations). */
+  conversationId: string | null;
   format: ItemFormat;
   parentSessionId: string | null;
   childSessionId: string | null;
@@ -24,6 +26,7 @@ export interface SessionView {
 export function sessionView(s: SessionRecord): SessionView {
   return {
     sessionId: s.sessionId,
+    conversationId: s.conversationId ?? null,
     format: s.format,
     parentSessionId: s.parentSessionId ?? null,
     childSessionId: s.childSessionId ?? null,
@@ -48,6 +51,39 @@ export type LineageEntryView = Omit<SessionView, 'metadata'>;
 export function lineageEntryView(s: SessionRecord): LineageEntryView {
   const { metadata: _metadata, ...entry } = sessionView(s);
   return entry;
+}
+
+export interface ConversationView {
+  conversationId: string;
+  format: ItemFormat;
+  rootSessionId: string;
+  liveSessionId: string;
+  /** Items in the live session. */
+  messageCount: number;
+  /** Sessions in the chain. */
+  sessions: number;
+  createdAt: string;
+  updatedAt: string;
+  /** Last activity (appends included, to the minute): the listing's order. */
+  activeAt: string;
+  source: string | null;
+  metadata: Record<string, unknown>;
+}
+
+export function conversationView(c: ConversationRecord, messageCount: number): ConversationView {
+  return {
+    conversationId: c.conversationId,
+    format: c.format,
+    rootSessionId: c.rootSessionId,
+    liveSessionId: c.liveSessionId,
+    messageCount,
+    sessions: c.sessions,
+    createdAt: c.createdAt,
+    updatedAt: c.updatedAt,
+    activeAt: c.activeAt,
+    source: c.source ?? null,
+    metadata: c.metadata ?? {},
+  };
 }
 
 /** The leading items whose JSON fits in `maxBytes` (UTF-8), as a page is cut (A5). */

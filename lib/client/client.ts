@@ -12,8 +12,11 @@ import type {
   CompressResponse,
   CreateSessionRequest,
   Item,
+  Conversation,
+  ConversationsPage,
   Lineage,
   MessagesPage,
+  PutConversationRequest,
   PopResponse,
   Session,
 } from './types.js';
@@ -65,6 +68,13 @@ export interface AppendResult {
 export interface PageOptions {
   /** Items per page, 1-1000 (the service's default is 500; pages are also capped by size). */
   limit?: number;
+}
+
+export interface ConversationAppendOptions extends CallOptions {
+  /** Defaults to a fresh random key, reused by every retry; scoped to the conversation, so it holds across rotations. */
+  idempotencyKey?: string;
+  /** Land only if the live session holds exactly this many items (SPEC A4). */
+  expectedCount?: number;
 }
 
 export const DEFAULT_TIMEOUT_MS = 30_000;
@@ -259,6 +269,141 @@ export class LineageClient {
     const safety: Safety = req.mode === 'rotate' ? 'repeatable' : 'once';
     const r = await this.#send(safety, opts, (signal) =>
       this.#api.POST('/sessions/{id}/compress', { params: { path: { id } }, body: req, signal }),
+    );
+    return r.data;
+  }
+
+  // Conversations (SPEC K1-K3): one id, chosen by the caller, for a whole chain. Every route acts
+  // on the live session and follows rotations on the service side: no 409 session_ended to chase.
+
+  /** PUT /conversations/{id}: creates it (`created: true`) or returns the existing one. Safe to repeat. */
+  async putConversation(
+    id: string,
+    req: PutConversationRequest = {},
+    opts: CallOptions = {},
+  ): Promise<{ conversation: Conversation; created: boolean }> {
+    const r = await this.#send('repeatable', opts, (signal) =>
+      this.#api.PUT('/conversations/{conversationId}', { params: { path: { conversationId: id } }, body: req, signal }),
+    );
+    return { conversation: r.data.conversation, created: r.response.status === 201 };
+  }
+
+  /** GET /conversations/{id}. */
+  async getConversation(id: string, opts: CallOptions = {}): Promise<Conversation> {
+    const r = await this.#send('repeatable', opts, (signal) =>
+      this.#api.GET('/conversations/{conversationId}', { params: { path: { conversationId: id } }, signal }),
+    );
+    return r.data.conversation;
+  }
+
+  /** GET /conversations: most recently active first; pass nextCursor to go on. */
+  async listConversations(query: { limit?: number; cursor?: string } = {}, opts: CallOptions = {}): Promise<ConversationsPage> {
+    const r = await this.#send('repeatable', opts, (signal) => this.#api.GET('/conversations', { params: { query }, signal }));
+    return r.data;
+  }
+
+  /** PATCH /conversations/{id}: replaces its metadata. */
+  async updateConversation(id: string, metadata: Record<string, unknown>, opts: CallOptions = {}): Promise<Conversation> {
+    const r = await this.#send('repeatable', opts, (signal) =>
+      this.#api.PATCH('/conversations/{conversationId}', { params: { path: { conversationId: id } }, body: { metadata }, signal }),
+    );
+    return r.data.conversation;
+  }
+
+  /** DELETE /conversations/{id}: every session of the chain. A 404 after an unanswered attempt counts as done. */
+  async deleteConversation(id: string, opts: CallOptions = {}): Promise<void> {
+    try {
+      await this.#send('repeatable', opts, (signal) =>
+        this.#api.DELETE('/conversations/{conversationId}', { params: { path: { conversationId: id } }, signal }),
+      );
+    } catch (err) {
+      if (err instanceof NotFoundError && err.earlierAttemptMayHaveApplied) return;
+      throw err;
+    }
+  }
+
+  /** POST /conversations/{id}/messages: appended to the live session, at most once across retries and rotations (K2, A3). */
+  async appendToConversation(id: string, items: readonly Item[], opts: ConversationAppendOptions = {}): Promise<AppendResult> {
+    const key = opts.idempotencyKey ?? newIdempotencyKey();
+    const request = { messages: [...items], ...(opts.expectedCount !== undefined ? { expectedCount: opts.expectedCount } : {}) };
+    const body = JSON.stringify(request);
+    return keyed(key, async () => {
+      const r = await this.#send('repeatable', opts, (signal) =>
+        this.#api.POST('/conversations/{conversationId}/messages', {
+          params: { path: { conversationId: id }, header: { 'Idempotency-Key': key } },
+          body: request,
+          bodySerializer: () => body,
+          signal,
+        }),
+      );
+      return {
+        sessionId: r.data.session.sessionId,
+        session: r.data.session,
+        appended: r.data.appended,
+        replayed: r.response.headers.get('idempotent-replayed') === 'true',
+        idempotencyKey: key,
+      };
+    });
+  }
+
+  /** GET /conversations/{id}/messages: a page (or the tail) of the live session; the page names it. */
+  async listConversationMessages(
+    id: string,
+    query: PageOptions & { cursor?: string; tail?: number } = {},
+    opts: CallOptions = {},
+  ): Promise<MessagesPage> {
+    const r = await this.#send('repeatable', opts, (signal) =>
+      this.#api.GET('/conversations/{conversationId}/messages', { params: { path: { conversationId: id }, query: { ...query } }, signal }),
+    );
+    return r.data;
+  }
+
+  /** Every item of the live session; starts over when a compaction makes the cursor stale meanwhile. */
+  async readConversation(
+    id: string,
+    page: PageOptions & { maxRestarts?: number } = {},
+    opts: CallOptions = {},
+  ): Promise<{ items: Item[]; session: Session }> {
+    const { maxRestarts = 3, ...pageOpts } = page;
+    for (let restart = 0; ; restart++) {
+      try {
+        const items: Item[] = [];
+        let session: Session | undefined;
+        let cursor: string | undefined;
+        do {
+          const p = await this.listConversationMessages(id, { ...pageOpts, ...(cursor !== undefined ? { cursor } : {}) }, opts);
+          items.push(...p.messages);
+          session = p.session;
+          cursor = p.nextCursor ?? undefined;
+        } while (cursor !== undefined);
+        return { items, session: session };
+      } catch (err) {
+        if (!(err instanceof CursorStaleError) || restart >= maxRestarts) throw err;
+      }
+    }
+  }
+
+  /** DELETE /conversations/{id}/messages/last. Not retried once it may have reached the service. */
+  async popConversation(id: string, opts: CallOptions = {}): Promise<PopResponse> {
+    const r = await this.#send('once', opts, (signal) =>
+      this.#api.DELETE('/conversations/{conversationId}/messages/last', { params: { path: { conversationId: id } }, signal }),
+    );
+    return r.data;
+  }
+
+  /** GET /conversations/{id}/lineage: the chain root → tip. */
+  async conversationLineage(id: string, opts: CallOptions = {}): Promise<Lineage> {
+    const r = await this.#send('repeatable', opts, (signal) =>
+      this.#api.GET('/conversations/{conversationId}/lineage', { params: { path: { conversationId: id } }, signal }),
+    );
+    return r.data;
+  }
+
+  /** POST /conversations/{id}/compress on the live session (retried like compress()). */
+  async compressConversation(id: string, req: CompressRequest = {}, opts: CallOptions = {}): Promise<CompressResponse> {
+    const safety: Safety = req.mode === 'rotate' ? 'repeatable' : 'once';
+    const r = await this.#send(safety, opts, (signal) =>
+      this.#api.POST('/conversations/{conversationId}/compress', { params: { path: { conversationId: id } }, body: req, signal }),
     );
     return r.data;
   }

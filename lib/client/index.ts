@@ -1,7 +1,15 @@
 // The package's main entry (@session-lineage/client): the HTTP client, its errors and types.
 // Nothing here needs @openai/agents-core; LineageSession is the ./agents entry (agents.ts).
 export { LineageClient, createLineageClient, newIdempotencyKey, DEFAULT_TIMEOUT_MS } from './client.js';
-export type { LineageClientOptions, CallOptions, CreateSessionOptions, AppendOptions, AppendResult, PageOptions } from './client.js';
+export type {
+  LineageClientOptions,
+  CallOptions,
+  CreateSessionOptions,
+  AppendOptions,
+  AppendResult,
+  PageOptions,
+  ConversationAppendOptions,
+} from './client.js';
 export * from './errors.js';
 export { UnsupportedValueError } from './json-values.js';
 export { DEFAULT_RETRY_POLICY, retryDelayMs, type RetryPolicy, type Safety } from './retry.js';

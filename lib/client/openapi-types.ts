@@ -118,6 +118,127 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/conversations": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** The tenant's conversations, most recently active first */
+        get: operations["listConversations"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/conversations/{conversationId}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The conversation's id, chosen by the client (or a root session's id for a chain made with POST /sessions); scoped to the tenant */
+                conversationId: components["parameters"]["ConversationId"];
+            };
+            cookie?: never;
+        };
+        /** The conversation: its root, live session and the live session's item count */
+        get: operations["getConversation"];
+        /** Create the conversation (201) or return the existing one (200); concurrent PUTs create one */
+        put: operations["putConversation"];
+        post?: never;
+        /** Delete every session of the chain and the conversation; the id can be created again */
+        delete: operations["deleteConversation"];
+        options?: never;
+        head?: never;
+        /** Replace the conversation's metadata */
+        patch: operations["updateConversation"];
+        trace?: never;
+    };
+    "/conversations/{conversationId}/messages": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The conversation's id, chosen by the client (or a root session's id for a chain made with POST /sessions); scoped to the tenant */
+                conversationId: components["parameters"]["ConversationId"];
+            };
+            cookie?: never;
+        };
+        /** A page of the active items in order (limit/cursor), or the latest N (tail) (on the conversation's live session) */
+        get: operations["listConversationMessages"];
+        put?: never;
+        /** Append 1-98 items in one transaction (never blocked by a compaction in progress) (on the conversation's live session) */
+        post: operations["appendConversationMessages"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/conversations/{conversationId}/messages/last": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The conversation's id, chosen by the client (or a root session's id for a chain made with POST /sessions); scoped to the tenant */
+                conversationId: components["parameters"]["ConversationId"];
+            };
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        post?: never;
+        /** Remove the last item and return it (null on an empty session). A compaction that already read it will not commit. (on the conversation's live session) */
+        delete: operations["popConversationMessage"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/conversations/{conversationId}/lineage": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The conversation's id, chosen by the client (or a root session's id for a chain made with POST /sessions); scoped to the tenant */
+                conversationId: components["parameters"]["ConversationId"];
+            };
+            cookie?: never;
+        };
+        /** The chain root → live tip (on the conversation's live session) */
+        get: operations["getConversationLineage"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/conversations/{conversationId}/compress": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The conversation's id, chosen by the client (or a root session's id for a chain made with POST /sessions); scoped to the tenant */
+                conversationId: components["parameters"]["ConversationId"];
+            };
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Compact the session (rotate to a child, or in place). At most one caller compacts at a time; the others are answered at once with skipped/locked. (on the conversation's live session) */
+        post: operations["compressConversation"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
 }
 export type webhooks = Record<string, never>;
 export interface components {
@@ -172,6 +293,8 @@ export interface components {
         };
         Session: {
             sessionId: string;
+            /** @description K1: the conversation (chain) this session belongs to; null for sessions from before conversations */
+            conversationId: string | null;
             format: components["schemas"]["Format"];
             parentSessionId: string | null;
             childSessionId: string | null;
@@ -195,6 +318,8 @@ export interface components {
         /** @description A session as its lineage lists it: the Session without metadata (read it with GET /sessions/{id}) */
         LineageEntry: {
             sessionId: string;
+            /** @description K1: the conversation (chain) this session belongs to; null for sessions from before conversations */
+            conversationId: string | null;
             format: components["schemas"]["Format"];
             parentSessionId: string | null;
             childSessionId: string | null;
@@ -283,7 +408,7 @@ export interface components {
         };
         ErrorBody: {
             /** @enum {string} */
-            code: "invalid_json" | "invalid_request" | "unauthorized" | "not_found" | "method_not_allowed" | "session_ended" | "chain_deleted" | "count_mismatch" | "cursor_stale" | "lineage_too_deep" | "conflict" | "payload_too_large" | "unsupported_media_type" | "idempotency_key_reused" | "lease_unavailable" | "unavailable" | "outcome_unknown" | "rate_limited" | "internal";
+            code: "invalid_json" | "invalid_request" | "unauthorized" | "not_found" | "method_not_allowed" | "session_ended" | "chain_deleted" | "count_mismatch" | "cursor_stale" | "lineage_too_deep" | "conflict" | "format_mismatch" | "payload_too_large" | "unsupported_media_type" | "idempotency_key_reused" | "lease_unavailable" | "unavailable" | "outcome_unknown" | "rate_limited" | "internal";
             message: string;
             requestId?: string;
         };
@@ -300,6 +425,55 @@ export interface components {
         CountMismatchError: {
             error: components["schemas"]["ErrorBody"];
             messageCount: number;
+        };
+        Conversation: {
+            conversationId: string;
+            format: components["schemas"]["Format"];
+            /** @description The chain's first session */
+            rootSessionId: string;
+            /** @description The chain's live session, moved by each rotation's commit */
+            liveSessionId: string;
+            /** @description Items in the live session */
+            messageCount: number;
+            /** @description Sessions in the chain */
+            sessions: number;
+            /** Format: date-time */
+            createdAt: string;
+            /**
+             * Format: date-time
+             * @description Last change of the conversation (create, metadata, rotation)
+             */
+            updatedAt: string;
+            /**
+             * Format: date-time
+             * @description Last activity, appends included (to about a minute): the listing's order
+             */
+            activeAt: string;
+            source: string | null;
+            metadata: {
+                [key: string]: unknown;
+            };
+        };
+        ConversationResponse: {
+            conversation: components["schemas"]["Conversation"];
+        };
+        ConversationsPage: {
+            conversations: components["schemas"]["Conversation"][];
+            nextCursor: string | null;
+        };
+        PutConversationRequest: {
+            /** @description Item format of a new conversation (default chat); given for an existing one, it must match (409 format_mismatch) */
+            format?: components["schemas"]["Format"];
+            source?: string;
+            metadata?: {
+                [key: string]: unknown;
+            };
+        };
+        PatchConversationRequest: {
+            /** @description Replaces the conversation's metadata */
+            metadata: {
+                [key: string]: unknown;
+            };
         };
     };
     responses: {
@@ -391,6 +565,8 @@ export interface components {
         SessionId: string;
         /** @description Applies the request at most once (24 h); a retry with the same key and body gets the first response */
         IdempotencyKey: string;
+        /** @description The conversation's id, chosen by the client (or a root session's id for a chain made with POST /sessions); scoped to the tenant */
+        ConversationId: string;
     };
     requestBodies: never;
     headers: never;
@@ -699,6 +875,376 @@ export interface operations {
             413: components["responses"]["TooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
             429: components["responses"]["RateLimited"];
+            500: components["responses"]["Internal"];
+            /** @description lease_unavailable (the lease backend cannot decide) or unavailable (the session is busy): nothing was applied, retry after Retry-After seconds; outcome_unknown: the store did not confirm a write it may have applied, read the session before repeating it */
+            503: {
+                headers: {
+                    "Retry-After"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    listConversations: {
+        parameters: {
+            query?: {
+                limit?: number;
+                /** @description The nextCursor of the previous page (opaque) */
+                cursor?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description A page; nextCursor is null at the end */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ConversationsPage"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            500: components["responses"]["Internal"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    getConversation: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The conversation's id, chosen by the client (or a root session's id for a chain made with POST /sessions); scoped to the tenant */
+                conversationId: components["parameters"]["ConversationId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The conversation */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ConversationResponse"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            404: components["responses"]["NotFound"];
+            500: components["responses"]["Internal"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    putConversation: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The conversation's id, chosen by the client (or a root session's id for a chain made with POST /sessions); scoped to the tenant */
+                conversationId: components["parameters"]["ConversationId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: {
+            content: {
+                "application/json": components["schemas"]["PutConversationRequest"];
+            };
+        };
+        responses: {
+            /** @description It exists */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ConversationResponse"];
+                };
+            };
+            /** @description Created, with its root session */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ConversationResponse"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            /** @description format_mismatch: the conversation exists with another format */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            413: components["responses"]["TooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            500: components["responses"]["Internal"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    deleteConversation: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The conversation's id, chosen by the client (or a root session's id for a chain made with POST /sessions); scoped to the tenant */
+                conversationId: components["parameters"]["ConversationId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Deleted */
+            204: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            404: components["responses"]["NotFound"];
+            500: components["responses"]["Internal"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    updateConversation: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The conversation's id, chosen by the client (or a root session's id for a chain made with POST /sessions); scoped to the tenant */
+                conversationId: components["parameters"]["ConversationId"];
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["PatchConversationRequest"];
+            };
+        };
+        responses: {
+            /** @description Updated */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ConversationResponse"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            404: components["responses"]["NotFound"];
+            413: components["responses"]["TooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            500: components["responses"]["Internal"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    listConversationMessages: {
+        parameters: {
+            query?: {
+                /** @description Items per page */
+                limit?: number;
+                /** @description The nextCursor of the previous page (opaque) */
+                cursor?: string;
+                /** @description The latest N items in chronological order, as many of them as fit in 4.5 MB (truncated says when fewer came back); not combined with limit or cursor */
+                tail?: number;
+            };
+            header?: never;
+            path: {
+                /** @description The conversation's id, chosen by the client (or a root session's id for a chain made with POST /sessions); scoped to the tenant */
+                conversationId: components["parameters"]["ConversationId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description A page; nextCursor is null at the end */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["MessagesPage"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            404: components["responses"]["NotFound"];
+            /** @description cursor_stale: the session was compacted in place since the cursor was issued; page again from the start */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            500: components["responses"]["Internal"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    appendConversationMessages: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Applies the request at most once (24 h); a retry with the same key and body gets the first response */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+            };
+            path: {
+                /** @description The conversation's id, chosen by the client (or a root session's id for a chain made with POST /sessions); scoped to the tenant */
+                conversationId: components["parameters"]["ConversationId"];
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["AppendMessagesRequest"];
+            };
+        };
+        responses: {
+            /** @description Appended (or the first response, replayed) */
+            200: {
+                headers: {
+                    /** @description Present (`true`) when this is the stored first response to an earlier request with the same Idempotency-Key */
+                    "Idempotent-Replayed"?: "true";
+                    /** @description The request id (also in error bodies and logs) */
+                    "x-request-id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["AppendMessagesResponse"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            404: components["responses"]["NotFound"];
+            /** @description count_mismatch (expectedCount differs from the live session's count) or lineage_too_deep; never session_ended: an append racing a rotation lands on the parent before its commit or on the child after it */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["SessionEndedError"] | components["schemas"]["CountMismatchError"] | components["schemas"]["Error"];
+                };
+            };
+            413: components["responses"]["TooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            422: components["responses"]["IdempotencyKeyReused"];
+            500: components["responses"]["Internal"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    popConversationMessage: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The conversation's id, chosen by the client (or a root session's id for a chain made with POST /sessions); scoped to the tenant */
+                conversationId: components["parameters"]["ConversationId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Removed */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["PopResponse"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            404: components["responses"]["NotFound"];
+            /** @description session_ended (continue on liveSessionId) or lineage_too_deep (the session ended and its chain is longer than the service follows) */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["SessionEndedError"] | components["schemas"]["Error"];
+                };
+            };
+            500: components["responses"]["Internal"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    getConversationLineage: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The conversation's id, chosen by the client (or a root session's id for a chain made with POST /sessions); scoped to the tenant */
+                conversationId: components["parameters"]["ConversationId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The chain */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["LineageResponse"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            404: components["responses"]["NotFound"];
+            500: components["responses"]["Internal"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    compressConversation: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The conversation's id, chosen by the client (or a root session's id for a chain made with POST /sessions); scoped to the tenant */
+                conversationId: components["parameters"]["ConversationId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: {
+            content: {
+                "application/json": components["schemas"]["CompressRequest"];
+            };
+        };
+        responses: {
+            /** @description The outcome (only compressed carries messages) */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CompressResponse"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            404: components["responses"]["NotFound"];
+            413: components["responses"]["TooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
             500: components["responses"]["Internal"];
             /** @description lease_unavailable (the lease backend cannot decide) or unavailable (the session is busy): nothing was applied, retry after Retry-After seconds; outcome_unknown: the store did not confirm a write it may have applied, read the session before repeating it */
             503: {

@@ -21,6 +21,10 @@ export type CompressResponse = Schemas['CompressResponse'];
 export type CompressMode = NonNullable<CompressRequest['mode']>;
 export type CompressOrigin = NonNullable<CompressRequest['origin']>;
 export type ErrorBody = Schemas['ErrorBody'];
+/** K1: one stable id for a whole chain; its routes act on the live session. */
+export type Conversation = Schemas['Conversation'];
+export type ConversationsPage = Schemas['ConversationsPage'];
+export type PutConversationRequest = Schemas['PutConversationRequest'];
 export type ErrorCode = ErrorBody['code'];
 export type ListMessagesQuery = NonNullable<operations['listMessages']['parameters']['query']>;
 

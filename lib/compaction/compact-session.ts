@@ -244,6 +244,7 @@ export async function compactSession(
           items: r.items,
           warnings,
           commitMs,
+          ...(r.child.conversationId !== undefined ? { conversationId: r.child.conversationId } : {}),
         };
       }
       const r = await store.commitInPlace(ref, begun, input);
@@ -258,6 +259,7 @@ export async function compactSession(
         deferred: r.archive,
         generation: r.session.generation,
         commitMs: now() - started,
+        ...(r.session.conversationId !== undefined ? { conversationId: r.session.conversationId } : {}),
       };
     } catch (err) {
       // L6 / C4: the store refused a stale or already-rotated commit; report the live session.

@@ -56,6 +56,8 @@ export type CompactionOutcome =
       generation?: number;
       /** How long the commit took (metrics: CommitLatency). */
       commitMs: number;
+      /** K1: the conversation the session belongs to (absent for sessions from before conversations). */
+      conversationId?: string;
     })
   | (OutcomeBase & { outcome: 'skipped'; reason: SkipReason; holder?: string | null })
   | (OutcomeBase & { outcome: 'noop'; reason: NoopReason })

@@ -10,6 +10,8 @@ const id = z.string().check(z.minLength(1));
 
 export const sessionCompactedSchema = z.object({
   tenantId: id,
+  /** K1: the conversation (stable across rotations) the session belongs to. */
+  conversationId: z.optional(id),
   /** The session that was compacted. */
   parentSessionId: id,
   /** Rotation: the new child. */
@@ -56,12 +58,19 @@ export function eventIds(e: SessionCompacted): Record<string, unknown> {
 /** The event for a committed compaction outcome. */
 export function sessionCompactedEvent(
   tenantId: string,
-  o: { mode: 'rotate' | 'in_place'; sessionId: string; previousSessionId: string; generation?: number | undefined },
+  o: {
+    mode: 'rotate' | 'in_place';
+    sessionId: string;
+    previousSessionId: string;
+    generation?: number | undefined;
+    conversationId?: string | undefined;
+  },
   at: Date,
   correlationId?: string,
 ): SessionCompacted {
   return {
     tenantId,
+    ...(o.conversationId !== undefined ? { conversationId: o.conversationId } : {}),
     parentSessionId: o.previousSessionId,
     mode: o.mode,
     sessionId: o.sessionId,

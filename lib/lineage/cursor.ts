@@ -18,6 +18,17 @@ export function encodeCursor(tenantId: string, sessionId: string, at: PagePositi
   return Buffer.from(JSON.stringify({ v: 1, s: bind(tenantId, sessionId), g: at.generation, a: at.afterSeq })).toString('base64url');
 }
 
+/** Whether `cursor` has the shape this API issues (for some session): a cursor of another session of a chain is stale, not forged. */
+export function isIssuedCursor(cursor: string): boolean {
+  if (!/^[A-Za-z0-9_-]{1,200}$/.test(cursor)) return false;
+  try {
+    const c = JSON.parse(Buffer.from(cursor, 'base64url').toString('utf8')) as { v?: unknown; s?: unknown };
+    return c?.v === 1 && typeof c.s === 'string';
+  } catch {
+    return false;
+  }
+}
+
 export function decodeCursor(tenantId: string, sessionId: string, cursor: string): PagePosition {
   if (!/^[A-Za-z0-9_-]{1,200}$/.test(cursor)) throw new InvalidCursorError();
   let parsed: unknown;

@@ -11,6 +11,26 @@ export class SessionNotFoundError extends LineageError {
   }
 }
 
+/** K1/K3: no such conversation for this tenant (never created, deleted, or another tenant's). */
+export class ConversationNotFoundError extends LineageError {
+  override readonly name = 'ConversationNotFoundError';
+  constructor(readonly conversationId: string) {
+    super(`conversation ${conversationId} not found`);
+  }
+}
+
+/** K1: PUT with an explicit format other than the existing conversation's. */
+export class FormatMismatchError extends LineageError {
+  override readonly name = 'FormatMismatchError';
+  constructor(
+    readonly conversationId: string,
+    readonly format: string,
+    readonly requested: string,
+  ) {
+    super(`conversation ${conversationId} holds ${format} items, not ${requested}`);
+  }
+}
+
 export class SessionExistsError extends LineageError {
   override readonly name = 'SessionExistsError';
   constructor(readonly sessionId: string) {

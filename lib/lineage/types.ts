@@ -28,6 +28,8 @@ export interface AttemptRecord {
 export interface SessionRecord {
   tenantId: string;
   sessionId: string;
+  /** K1: the conversation (chain) this session belongs to; absent on records from before conversations. */
+  conversationId?: string;
   format: ItemFormat;
   source?: string;
   metadata?: Record<string, unknown>;
@@ -56,6 +58,8 @@ export interface SessionRecord {
 export interface CreateSessionInput {
   tenantId: string;
   sessionId?: string;
+  /** K1: the chain's conversation id; default the root session's own id (`POST /sessions`). */
+  conversationId?: string;
   format?: ItemFormat;
   source?: string;
   metadata?: Record<string, unknown>;
@@ -70,6 +74,16 @@ export interface IdempotencyInput {
   key: string;
   /** Digest of the request body (and anything else that makes two requests "the same"). */
   requestHash: string;
+  /**
+   * K2: the key belongs to this conversation (one incarnation of it, named by its root session)
+   * instead of the session, so a keyed retry that lands after a rotation finds the first try.
+   */
+  conversation?: ConversationScope;
+}
+
+export interface ConversationScope {
+  conversationId: string;
+  rootSessionId: string;
 }
 
 /** The first response of an idempotent request, kept with its key. */
@@ -199,6 +213,42 @@ export interface SweepPage {
   tasks: StoreTask[];
 }
 
+/** K1: one stable id for a whole chain; the live tip moves in the rotation's commit (K2). */
+export interface ConversationRecord {
+  tenantId: string;
+  conversationId: string;
+  format: ItemFormat;
+  source?: string;
+  metadata?: Record<string, unknown>;
+  rootSessionId: string;
+  liveSessionId: string;
+  /** Sessions in the chain (1 + rotations). */
+  sessions: number;
+  createdAt: string;
+  /** Last change of the record (create, metadata, rotation). */
+  updatedAt: string;
+  /** Last activity (also appends, coarsely): what GET /conversations orders by, newest first. */
+  activeAt: string;
+  /** Items in the live session, where the store read it along (the listing). */
+  messageCount?: number;
+}
+
+export interface CreateConversationInput {
+  tenantId: string;
+  conversationId: string;
+  format?: ItemFormat;
+  source?: string;
+  metadata?: Record<string, unknown>;
+}
+
+export type EnsureConversationResult = { created: boolean; conversation: ConversationRecord };
+
+export interface ConversationPage {
+  conversations: ConversationRecord[];
+  /** Opaque position for the next page, or null at the end. */
+  next: string | null;
+}
+
 export interface LineageStore {
   createSession(input: CreateSessionInput): Promise<CreateResult>;
   getSession(ref: SessionRef): Promise<SessionRecord | null>;
@@ -260,4 +310,20 @@ export interface LineageStore {
   saveSweepCheckpoint(at: number): Promise<void>;
   /** Every parent with more than one child (operator audit; scans the whole children index). */
   findAllForks(): Promise<ForkReport[]>;
+
+  /**
+   * K1: creates the conversation with its root session in one transaction, or returns the one that
+   * exists (`created: false`); concurrent calls create exactly one. FormatMismatchError when an
+   * explicit `format` differs from the existing one.
+   */
+  ensureConversation(input: CreateConversationInput, explicitFormat: boolean): Promise<EnsureConversationResult>;
+  getConversation(tenantId: string, conversationId: string): Promise<ConversationRecord | null>;
+  /** Most recently active first; `cursor` is a previous page's `next`. */
+  listConversations(tenantId: string, limit: number, cursor?: string): Promise<ConversationPage>;
+  /** Replaces the metadata; ConversationNotFoundError when there is none. */
+  updateConversationMetadata(tenantId: string, conversationId: string, metadata: Record<string, unknown>): Promise<ConversationRecord>;
+  /** Best-effort activity mark for the listing order; never throws. */
+  touchConversation(tenantId: string, conversationId: string): Promise<void>;
+  /** K3: deletes every session of the chain and the conversation; ConversationNotFoundError when there is none. */
+  deleteConversation(tenantId: string, conversationId: string): Promise<void>;
 }

@@ -3,7 +3,9 @@
 import type { SessionRecord } from '../../../lib/lineage/types.js';
 import { DynamoLineageStore } from '../../../lib/lineage/dynamo/store.js';
 import type { SessionRef } from '../../../lib/session-ref.js';
-import { parseSessionCommand } from '../args.js';
+import { SESSION_ID_PATTERN } from '../../../lib/api/schemas.js';
+import { parseCommand, parseSessionCommand, tenantOf } from '../args.js';
+import { conversationIdOf } from './conversations.js';
 import type { Command } from '../command.js';
 import { CliError, EXIT_OK } from '../errors.js';
 import { columns, emit, relative } from '../output.js';
@@ -79,16 +81,37 @@ export const sessionsShow: Command = {
   },
 };
 
-const LINEAGE_USAGE = 'lineage <id> --tenant <t> [--json] [--stage <s> [--region <r>] [--table <name>]]';
+const LINEAGE_USAGE = 'lineage <session or conversation id> --tenant <t> [--json] [--stage <s> [--region <r>] [--table <name>]]';
 
 export const lineage: Command = {
   name: 'lineage',
   usage: LINEAGE_USAGE,
-  summary: 'the chain root → tip, marking the live tip and deleted sessions',
+  summary: 'the chain root → tip (of a session, or of a conversation), marking the live tip and deleted sessions',
   async run(args, io) {
-    const { values, ref } = parseSessionCommand(args, LINEAGE_USAGE);
+    const { values, positionals } = parseCommand(args, {
+      usage: LINEAGE_USAGE,
+      positionals: ['id'],
+      options: { tenant: { type: 'string' } },
+      required: ['tenant'],
+    });
+    const tenantId = tenantOf(values.tenant, LINEAGE_USAGE);
+    const id = positionals[0]!;
+    if (!SESSION_ID_PATTERN.test(id)) conversationIdOf(id, LINEAGE_USAGE);
     return withTarget(values, io, async (target) => {
       const store = await storeOf(target);
+      // A session id first (a deleted one included: it is reported as such); else a conversation id (K1),
+      // whose chain is read from its live session.
+      let ref: SessionRef = { tenantId, sessionId: id };
+      let conversationId: string | undefined;
+      if (!SESSION_ID_PATTERN.test(id) || !(await store.hasRecord(ref))) {
+        const conversation = await store.getConversation(tenantId, id);
+        if (conversation) {
+          conversationId = id;
+          ref = { tenantId, sessionId: conversation.liveSessionId };
+        } else if (!SESSION_ID_PATTERN.test(id)) {
+          throw new CliError(`conversation ${id} of tenant ${tenantId} not found`);
+        }
+      }
       const chain = await store.lineage(ref).catch(async (err: unknown) => {
         throw err instanceof Error && err.name === 'SessionNotFoundError' ? await notFound(store, ref) : err;
       });
@@ -103,19 +126,25 @@ export const lineage: Command = {
         messageCount: s.messageCount,
         tokenEstimate: s.tokenEstimate,
       }));
-      emit(io, values.json, { tenantId: ref.tenantId, sessionId: ref.sessionId, liveTip, sessions }, () => [
-        `lineage of ${ref.sessionId} (tenant ${ref.tenantId}), root → tip:`,
-        ...columns(
-          sessions.map((s, i) => [
-            s.liveTip ? '*' : s.deleted ? 'x' : ' ',
-            `${i + 1}.`,
-            s.sessionId + (s.sessionId === ref.sessionId ? ' (asked)' : ''),
-            s.state,
-            `${s.messageCount} item${s.messageCount === 1 ? '' : 's'}, ~${s.tokenEstimate} tokens`,
-          ]),
-        ).map((l) => `  ${l}`),
-        liveTip === null ? 'no live tip: the chain ends in a deleted session' : `* live tip ${liveTip}; x deleted`,
-      ]);
+      const conversation = conversationId ?? chain[0]?.conversationId;
+      emit(
+        io,
+        values.json,
+        { tenantId: ref.tenantId, sessionId: ref.sessionId, conversationId: conversation ?? null, liveTip, sessions },
+        () => [
+          `lineage of ${conversationId ? `conversation ${conversationId}` : ref.sessionId} (tenant ${ref.tenantId}${!conversationId && conversation ? `, conversation ${conversation}` : ''}), root → tip:`,
+          ...columns(
+            sessions.map((s, i) => [
+              s.liveTip ? '*' : s.deleted ? 'x' : ' ',
+              `${i + 1}.`,
+              s.sessionId + (!conversationId && s.sessionId === ref.sessionId ? ' (asked)' : ''),
+              s.state,
+              `${s.messageCount} item${s.messageCount === 1 ? '' : 's'}, ~${s.tokenEstimate} tokens`,
+            ]),
+          ).map((l) => `  ${l}`),
+          liveTip === null ? 'no live tip: the chain ends in a deleted session' : `* live tip ${liveTip}; x deleted`,
+        ],
+      );
       return EXIT_OK;
     });
   },

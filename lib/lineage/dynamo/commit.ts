@@ -30,6 +30,7 @@ import { toSessionRecord, withDefaults, type MetaItem, type StoredMeta } from '.
 import { encodeItems, packRows, rowItems, type StoredItem } from './rows.js';
 import type { AttemptRecord, BegunAttempt, CommitInput, InPlaceCommitted, RotationCommitted } from '../types.js';
 import { ATTEMPT_ATTRS, type Attempts } from './attempts.js';
+import { tipMoveEntry } from './conversation-items.js';
 import { metaKey, rotationShardOf, sessionPk } from './keys.js';
 import { liveTipOf } from './links.js';
 import { versionCondition } from './sessions.js';
@@ -71,9 +72,11 @@ export class Commits {
     const childPk = sessionPk(childRef);
     const rootId = session.rootSessionId ?? session.sessionId;
     let withRoot = rootId !== session.sessionId;
+    let tipAt = -1;
     const childOf = (meta: MetaItem, count: number, tokens: number, at: string, rows?: number): MetaItem => ({
       ...metaKey(childRef),
       ...childRef,
+      conversationId: meta.conversationId,
       format: meta.format ?? 'chat',
       source: meta.source,
       metadataJson: meta.metadataJson ?? (meta.metadata === undefined ? undefined : JSON.stringify(meta.metadata)),
@@ -127,6 +130,12 @@ export class Commits {
             ),
           );
         }
+        // K2: the conversation's live tip moves in this same transaction, from the parent only.
+        const tip = tipMoveEntry(this.table, meta, childRef.sessionId, at);
+        if (tip) {
+          tipAt = entries.length;
+          entries.push(tip);
+        }
         return entries;
       },
       isOurs: (meta) => meta.childSessionId === attempt.pendingChildId,
@@ -154,6 +163,8 @@ export class Commits {
         withRoot = false;
         return true;
       }
+      // The conversation no longer names this parent as live: it was deleted (K3) under the attempt.
+      if (tipAt >= 0 && conditionFailedAt(err, tipAt) && !conditionFailedAt(err, 0)) throw new SessionNotFoundError(ref.sessionId);
       return false;
     });
   }
@@ -370,6 +381,7 @@ function metaFromBegun(begun: BegunAttempt): MetaItem {
     ...metaKey(s),
     tenantId: s.tenantId,
     sessionId: s.sessionId,
+    conversationId: s.conversationId,
     format: s.format,
     source: s.source,
     metadataJson: s.metadata === undefined ? undefined : JSON.stringify(s.metadata),

@@ -28,6 +28,8 @@ export interface MetaItem {
   sk: string;
   tenantId: string;
   sessionId: string;
+  /** K1: the chain's conversation (its CONV record, conversations.ts); legacy records have none. */
+  conversationId?: string;
   /** legacy: absent means chat. */
   format?: ItemFormat;
   source?: string;
@@ -125,6 +127,7 @@ export function toSessionRecord(item: MetaItem): SessionRecord {
     tokenEstimate: item.tokenEstimate,
   };
   const metadata = metadataOf(item);
+  if (item.conversationId !== undefined) r.conversationId = item.conversationId;
   if (item.source !== undefined) r.source = item.source;
   if (metadata !== undefined) r.metadata = metadata;
   if (item.parentSessionId !== undefined) r.parentSessionId = item.parentSessionId;

@@ -36,6 +36,7 @@ import { encodeItems, packRows, rowItems, type Encoded, type RowRef } from './ro
 import { updateExpression } from './expression.js';
 import { claimTurn, foreignTurnWait, holdsTurn, NO_FOREIGN_TURN, TURN_AFTER_LOSSES } from './append-turn.js';
 import { assertLive } from './links.js';
+import { conversationIdempotencyKey, conversationItemFor, ConversationTakenError } from './conversation-items.js';
 import { backoffDelay, sleep } from './retry.js';
 import {
   conditionFailedAt,
@@ -44,6 +45,7 @@ import {
   oldItemOf,
   TRANSACTION_ENTRIES,
   withoutUndefined,
+  type Key,
   type Table,
   type TransactItem,
 } from './table.js';
@@ -89,9 +91,11 @@ export class Sessions {
 
   async create(input: CreateSessionInput): Promise<CreateResult> {
     const ref = { tenantId: input.tenantId, sessionId: input.sessionId ?? randomUUID() };
+    const conversationId = input.conversationId ?? ref.sessionId;
     const item: MetaItem = {
       ...metaKey(ref),
       ...ref,
+      conversationId,
       format: input.format ?? 'chat',
       source: input.source,
       metadataJson: input.metadata === undefined ? undefined : JSON.stringify(input.metadata),
@@ -114,6 +118,8 @@ export class Sessions {
       const record = idempotencyRecord(key, idem, response, this.table.now(), this.idempotencyTtlSeconds);
       entries.push(this.table.put(record, IDEMPOTENCY_CONDITION, { ':nowSec': Math.floor(this.table.now() / 1000) }));
     }
+    // K1: every chain is a conversation, created with its root in the same transaction.
+    entries.push(this.table.put(conversationItemFor(item, conversationId), 'attribute_not_exists(pk)'));
     try {
       await this.table.transact('create session', entries);
     } catch (err) {
@@ -122,6 +128,9 @@ export class Sessions {
         return { replayed: true, response: replay(oldItemOf<IdempotencyRecord>(err, 1)!, idem) };
       }
       if (conditionFailedAt(err, 0)) throw new SessionExistsError(ref.sessionId);
+      if (conditionFailedAt(err, entries.length - 1)) {
+        throw input.conversationId === undefined ? new SessionExistsError(ref.sessionId) : new ConversationTakenError(conversationId);
+      }
       throw err;
     }
     // P5: the container that created a session knows its record: the first append is one call.
@@ -137,7 +146,9 @@ export class Sessions {
   async append(ref: SessionRef, input: AppendInput): Promise<AppendResult> {
     const pk = sessionPk(ref);
     const idem = input.idempotency;
-    const idemKey = idem && appendIdempotencyKey(ref, idem.key);
+    const idemKey =
+      idem &&
+      (idem.conversation ? conversationIdempotencyKey(ref.tenantId, idem.conversation, idem.key) : appendIdempotencyKey(ref, idem.key));
     // P5: a container that has seen the record sends the transaction at once, conditioned on it;
     // the key's own put-if-absent condition answers a replay. A cold one reads both first.
     const cached = this.table.records.get(pk);
@@ -149,7 +160,7 @@ export class Sessions {
 
     const ahead: { w?: string } = {};
     try {
-      const result = await this.appendRounds(ref, input, first, ahead, cached);
+      const result = await this.appendRounds(ref, input, idemKey, first, ahead, cached);
       if (result.replayed && ahead.w) await this.dropParts(pk, ahead.w);
       return result;
     } catch (err) {
@@ -163,13 +174,14 @@ export class Sessions {
   private async appendRounds(
     ref: SessionRef,
     input: AppendInput,
+    /** The key's record (session- or conversation-scoped), decided once by append(). */
+    idemKey: Key | undefined,
     first: MetaItem | undefined,
     ahead: { w?: string },
     cached: MetaItem | undefined,
   ): Promise<AppendResult> {
     const pk = sessionPk(ref);
     const idem = input.idempotency;
-    const idemKey = idem && appendIdempotencyKey(ref, idem.key);
     let meta = first;
     let prepared: PreparedItems | undefined;
     let groups: Encoded[][] | undefined;
@@ -454,31 +466,9 @@ export class Sessions {
 
   /** A6: tombstone the record (links stay for relatives) and leave the items to a purge task. */
   async delete(ref: SessionRef): Promise<void> {
-    const pk = sessionPk(ref);
     const meta = await this.table.requireMeta(ref);
-    const at = this.table.isoNow();
     try {
-      await this.table.transact('delete session', [
-        this.table.metaUpdate(
-          ref,
-          {
-            update:
-              'SET #deletedAt = :at ADD #version :one ' +
-              'REMOVE #metadataJson, #metadata, #attempt, #attemptShard, #leaseExpiresAt, #attemptWatermark, #seal, #turn',
-            condition: 'attribute_exists(pk) AND attribute_not_exists(#deletedAt)',
-          },
-          { ':at': at, ':one': 1 },
-        ),
-        this.table.put({
-          pk,
-          sk: taskSk('purge', 0),
-          kind: 'purge',
-          generation: 0,
-          attemptShard: attemptShardOf(pk, this.table.attemptShards),
-          leaseExpiresAt: this.table.now(),
-          ...(meta.attempt ? { pendingChildId: meta.attempt.pendingChildId } : {}),
-        }),
-      ]);
+      await this.table.transact('delete session', tombstoneEntries(this.table, meta));
     } catch (err) {
       if (conditionFailedAt(err, 0)) throw new SessionNotFoundError(ref.sessionId);
       throw err;
@@ -494,4 +484,34 @@ export class Sessions {
       { ':mark': { label, at: this.table.isoNow() } },
     );
   }
+}
+
+/**
+ * A6/K3: a session's tombstone (its record stays so relatives' links resolve) and the task that
+ * purges its items: two transaction entries, the first conditioned on "not deleted yet".
+ */
+export function tombstoneEntries(table: Table, meta: MetaItem): TransactItem[] {
+  const ref = { tenantId: meta.tenantId, sessionId: meta.sessionId };
+  const pk = sessionPk(ref);
+  return [
+    table.metaUpdate(
+      ref,
+      {
+        update:
+          'SET #deletedAt = :at ADD #version :one ' +
+          'REMOVE #metadataJson, #metadata, #attempt, #attemptShard, #leaseExpiresAt, #attemptWatermark, #seal, #turn',
+        condition: 'attribute_exists(pk) AND attribute_not_exists(#deletedAt)',
+      },
+      { ':at': table.isoNow(), ':one': 1 },
+    ),
+    table.put({
+      pk,
+      sk: taskSk('purge', 0),
+      kind: 'purge',
+      generation: 0,
+      attemptShard: attemptShardOf(pk, table.attemptShards),
+      leaseExpiresAt: table.now(),
+      ...(meta.attempt ? { pendingChildId: meta.attempt.pendingChildId } : {}),
+    }),
+  ];
 }

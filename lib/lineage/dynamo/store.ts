@@ -14,6 +14,10 @@ import type {
   BeginAttemptInput,
   BegunAttempt,
   CommitInput,
+  ConversationPage,
+  ConversationRecord,
+  CreateConversationInput,
+  EnsureConversationResult,
   CreateResult,
   CreateSessionInput,
   ExpiredAttempt,
@@ -32,9 +36,10 @@ import type {
 import type { Item } from '../../items/types.js';
 import { Attempts } from './attempts.js';
 import { Commits } from './commit.js';
+import { Conversations } from './conversations.js';
 import { Forks } from './forks.js';
 import { toSessionRecord } from './items.js';
-import { sessionPk } from './keys.js';
+import { metaKey, sessionPk } from './keys.js';
 import { chainOf, childKeysOf, liveTip } from './links.js';
 import { Sessions } from './sessions.js';
 import { Table, type TableOptions } from './table.js';
@@ -54,6 +59,7 @@ export class DynamoLineageStore implements LineageStore {
   private readonly attempts: Attempts;
   private readonly commits: Commits;
   private readonly forks: Forks;
+  private readonly conversations: Conversations;
   private readonly retention: number;
 
   constructor(opts: DynamoLineageStoreOptions) {
@@ -62,6 +68,7 @@ export class DynamoLineageStore implements LineageStore {
     this.attempts = new Attempts(this.table);
     this.commits = new Commits(this.table, this.attempts);
     this.forks = new Forks(this.table);
+    this.conversations = new Conversations(this.table, this.sessions);
     this.retention = opts.archiveRetentionSeconds ?? DEFAULT_ARCHIVE_RETENTION_S;
   }
 
@@ -96,6 +103,11 @@ export class DynamoLineageStore implements LineageStore {
   /** When the session was deleted, if it was (an operator's question: reads answer a deleted session as null). */
   async deletedAt(ref: SessionRef): Promise<string | undefined> {
     return (await this.table.getMeta(ref))?.deletedAt;
+  }
+
+  /** Whether a record exists under this session id (a deleted session's tombstone included). */
+  async hasRecord(ref: SessionRef): Promise<boolean> {
+    return (await this.table.getMeta(ref)) !== undefined;
   }
 
   async lineage(ref: SessionRef): Promise<SessionRecord[]> {
@@ -169,6 +181,33 @@ export class DynamoLineageStore implements LineageStore {
   }
   saveSweepCheckpoint(at: number): Promise<void> {
     return this.forks.saveCheckpoint(at);
+  }
+
+  ensureConversation(input: CreateConversationInput, explicitFormat: boolean): Promise<EnsureConversationResult> {
+    return this.conversations.ensure(input, explicitFormat);
+  }
+  getConversation(tenantId: string, conversationId: string): Promise<ConversationRecord | null> {
+    return this.conversations.get(tenantId, conversationId);
+  }
+  async listConversations(tenantId: string, limit: number, cursor?: string): Promise<ConversationPage> {
+    const page = await this.conversations.list(tenantId, limit, cursor);
+    // Each one's live session count, in one batch read beside nothing else.
+    const live = await this.table.batchGetMetas(page.conversations.map((c) => metaKey({ tenantId, sessionId: c.liveSessionId })));
+    const counts = new Map(live.map((m) => [m.sessionId, m.messageCount]));
+    return { ...page, conversations: page.conversations.map((c) => ({ ...c, messageCount: counts.get(c.liveSessionId) ?? 0 })) };
+  }
+  updateConversationMetadata(tenantId: string, conversationId: string, metadata: Record<string, unknown>): Promise<ConversationRecord> {
+    return this.conversations.updateMetadata(tenantId, conversationId, metadata);
+  }
+  touchConversation(tenantId: string, conversationId: string): Promise<void> {
+    return this.conversations.touch(tenantId, conversationId);
+  }
+  async deleteConversation(tenantId: string, conversationId: string): Promise<void> {
+    const chain = await this.conversations.delete(tenantId, conversationId);
+    for (const m of chain.filter((s) => !s.deletedAt)) {
+      const ref = { tenantId, sessionId: m.sessionId };
+      this.background(this.runTask({ ref, kind: 'purge', generation: 0, dueAt: this.table.now() }), `purge of ${m.sessionId}`);
+    }
   }
 
   /** Work after the answer: never awaited, never thrown; the sweep guarantees it happens. */

@@ -1,0 +1,237 @@
+// Conversations (SPEC K1-K3): one CONV record per tenant + id naming the chain's root and its live
+// tip (conversation-items.ts). Creation writes the root session and the record in one
+// transaction (sessions.ts), the rotation commit moves the tip (commit.ts), and a delete removes
+// the record together with the live session's tombstone, so a conversation is whole or gone.
+import { randomUUID } from 'node:crypto';
+import { QueryCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
+import { InvalidCursorError } from '../cursor.js';
+import { ConversationNotFoundError, FormatMismatchError, SessionNotFoundError, StoreRetryableError } from '../errors.js';
+import type { ConversationPage, ConversationRecord, CreateConversationInput, EnsureConversationResult } from '../types.js';
+import {
+  conversationKey,
+  CONVERSATIONS_INDEX,
+  ConversationTakenError,
+  listingPartition,
+  toConversationRecord,
+  type ConversationItem,
+} from './conversation-items.js';
+import { expression } from './expression.js';
+import type { MetaItem } from './items.js';
+import { chainOf } from './links.js';
+import { isConditionFailure } from './retry.js';
+import { tombstoneEntries, type Sessions } from './sessions.js';
+import type { Table, TransactItem } from './table.js';
+
+/** Rounds a create or delete goes again after losing a race (a delete between reads, a rotation). */
+const MAX_ROUNDS = 8;
+/** Sessions tombstoned per transaction: two entries each, below the 100-entry limit with the CONV delete. */
+const SESSIONS_PER_TX = 49;
+
+export class Conversations {
+  constructor(
+    private readonly table: Table,
+    private readonly sessions: Sessions,
+  ) {}
+
+  async get(tenantId: string, conversationId: string): Promise<ConversationRecord | null> {
+    const item = await this.table.getItem<ConversationItem>(conversationKey(tenantId, conversationId));
+    return item ? toConversationRecord(item) : null;
+  }
+
+  async ensure(input: CreateConversationInput, explicitFormat: boolean): Promise<EnsureConversationResult> {
+    const { tenantId, conversationId } = input;
+    const existing = (found: ConversationRecord): EnsureConversationResult => {
+      if (explicitFormat && input.format !== undefined && found.format !== input.format) {
+        throw new FormatMismatchError(conversationId, found.format, input.format);
+      }
+      return { created: false, conversation: found };
+    };
+    for (let round = 0; round < MAX_ROUNDS; round++) {
+      const found = await this.get(tenantId, conversationId);
+      if (found) return existing(found);
+      try {
+        const r = await this.sessions.create({
+          tenantId,
+          sessionId: randomUUID(),
+          conversationId,
+          ...(input.format !== undefined ? { format: input.format } : {}),
+          ...(input.source !== undefined ? { source: input.source } : {}),
+          ...(input.metadata !== undefined ? { metadata: input.metadata } : {}),
+        });
+        if (r.replayed) throw new Error('a create without an Idempotency-Key cannot replay');
+        const s = r.session;
+        return {
+          created: true,
+          conversation: {
+            tenantId,
+            conversationId,
+            format: s.format,
+            ...(s.source !== undefined ? { source: s.source } : {}),
+            ...(s.metadata !== undefined ? { metadata: s.metadata } : {}),
+            rootSessionId: s.sessionId,
+            liveSessionId: s.sessionId,
+            sessions: 1,
+            createdAt: s.createdAt,
+            updatedAt: s.createdAt,
+            activeAt: s.createdAt,
+          },
+        };
+      } catch (err) {
+        // A concurrent create won (K1: exactly one); read it, unless a delete took it again meanwhile.
+        if (!(err instanceof ConversationTakenError)) throw err;
+      }
+    }
+    throw new StoreRetryableError(`create conversation ${conversationId}: it kept being created and deleted`);
+  }
+
+  async list(tenantId: string, limit: number, cursor?: string): Promise<ConversationPage> {
+    const start = cursor === undefined ? undefined : decodeListCursor(tenantId, cursor);
+    const out = await this.table.send('list conversations', () =>
+      this.table.doc.send(
+        new QueryCommand({
+          TableName: this.table.name,
+          IndexName: CONVERSATIONS_INDEX,
+          ...expression({ keyCondition: '#convTenant = :t' }, { ':t': listingPartition(tenantId) }),
+          ScanIndexForward: false,
+          Limit: limit,
+          ...(start ? { ExclusiveStartKey: start } : {}),
+        }),
+      ),
+    );
+    const items = (out.Items ?? []) as ConversationItem[];
+    const last = out.LastEvaluatedKey as ListKey | undefined;
+    return {
+      conversations: items.map(toConversationRecord),
+      next: last ? encodeListCursor(last) : null,
+    };
+  }
+
+  async updateMetadata(tenantId: string, conversationId: string, metadata: Record<string, unknown>): Promise<ConversationRecord> {
+    const at = this.table.isoNow();
+    try {
+      const out = await this.table.send('update conversation', () =>
+        this.table.doc.send(
+          new UpdateCommand({
+            TableName: this.table.name,
+            Key: conversationKey(tenantId, conversationId),
+            ...expression(
+              { update: 'SET #metadataJson = :m, #updatedAt = :at, #activeAt = :at', condition: 'attribute_exists(pk)' },
+              { ':m': JSON.stringify(metadata), ':at': at },
+            ),
+            ReturnValues: 'ALL_NEW',
+          }),
+        ),
+      );
+      return toConversationRecord(out.Attributes as ConversationItem);
+    } catch (err) {
+      if (isConditionFailure(err)) throw new ConversationNotFoundError(conversationId);
+      throw err;
+    }
+  }
+
+  /** Moves `activeAt` forward (listing order); a missing conversation or a failed write changes nothing. */
+  async touch(tenantId: string, conversationId: string): Promise<void> {
+    const at = this.table.isoNow();
+    try {
+      await this.table.doc.send(
+        new UpdateCommand({
+          TableName: this.table.name,
+          Key: conversationKey(tenantId, conversationId),
+          ...expression({ update: 'SET #activeAt = :at', condition: 'attribute_exists(pk) AND #activeAt < :at' }, { ':at': at }),
+        }),
+      );
+    } catch (err) {
+      if (!isConditionFailure(err)) this.table.warn(`activity mark of conversation ${conversationId} failed: ${String(err)}`);
+    }
+  }
+
+  /**
+   * K3: every session of the chain is tombstoned and the record removed. The last transaction holds
+   * the record's delete, conditioned on its live tip being the one we read (a rotation in between
+   * sends us round again), and the newest sessions' tombstones, the live one included: after it
+   * nothing can append to, rotate or re-create any of them, and a concurrent PUT either saw the whole
+   * conversation before it or creates a new one after it. Older (ended, immutable) sessions of a very
+   * long chain are tombstoned first, in transactions of their own.
+   */
+  async delete(tenantId: string, conversationId: string): Promise<MetaItem[]> {
+    const key = conversationKey(tenantId, conversationId);
+    for (let round = 0; round < MAX_ROUNDS; round++) {
+      const conv = await this.table.getItem<ConversationItem>(key);
+      if (!conv) throw new ConversationNotFoundError(conversationId);
+      let chain: MetaItem[];
+      try {
+        chain = await chainOf(this.table, { tenantId, sessionId: conv.liveSessionId });
+      } catch (err) {
+        // The live session itself was deleted by DELETE /sessions/{id}: the chain is read from the root.
+        if (!(err instanceof SessionNotFoundError)) throw err;
+        chain = await chainOf(this.table, { tenantId, sessionId: conv.rootSessionId }).catch(() => []);
+      }
+      const alive = chain.filter((m) => !m.deletedAt);
+      const older = alive.slice(0, Math.max(0, alive.length - SESSIONS_PER_TX));
+      const newest = alive.slice(older.length);
+      for (let i = 0; i < older.length; i += SESSIONS_PER_TX) {
+        await this.tombstoneIgnoringDone(older.slice(i, i + SESSIONS_PER_TX));
+      }
+      const entries: TransactItem[] = [
+        {
+          Delete: {
+            TableName: this.table.name,
+            Key: key,
+            ...expression({ condition: 'attribute_exists(pk) AND #liveSessionId = :live' }, { ':live': conv.liveSessionId }),
+          },
+        },
+        ...newest.flatMap((m) => tombstoneEntries(this.table, m)),
+      ];
+      try {
+        await this.table.transact('delete conversation', entries);
+        return chain;
+      } catch (err) {
+        // The tip moved (a rotation committed), or a session was deleted meanwhile: read again.
+        if (!isConditionFailure(err)) throw err;
+      }
+    }
+    throw new StoreRetryableError(`delete conversation ${conversationId}: the chain kept changing`);
+  }
+
+  private async tombstoneIgnoringDone(metas: MetaItem[]): Promise<void> {
+    try {
+      await this.table.transact(
+        'delete conversation sessions',
+        metas.flatMap((m) => tombstoneEntries(this.table, m)),
+      );
+    } catch (err) {
+      // One was deleted meanwhile: the rest one by one, a deleted one being done already.
+      if (!isConditionFailure(err)) throw err;
+      for (const m of metas) {
+        await this.table.transact('delete session', tombstoneEntries(this.table, m)).catch((e: unknown) => {
+          if (!isConditionFailure(e)) throw e;
+        });
+      }
+    }
+  }
+}
+
+interface ListKey {
+  pk: string;
+  sk: string;
+  convTenant: string;
+  activeAt: string;
+}
+
+function encodeListCursor(k: ListKey): string {
+  return Buffer.from(JSON.stringify({ v: 1, p: k.pk, a: k.activeAt })).toString('base64url');
+}
+
+function decodeListCursor(tenantId: string, cursor: string): ListKey {
+  const bad = () => new InvalidCursorError();
+  if (!/^[A-Za-z0-9_-]{1,600}$/.test(cursor)) throw bad();
+  let c: { v?: unknown; p?: unknown; a?: unknown };
+  try {
+    c = JSON.parse(Buffer.from(cursor, 'base64url').toString('utf8')) as typeof c;
+  } catch {
+    throw bad();
+  }
+  const prefix = `T#${tenantId}#C#`;
+  if (c?.v !== 1 || typeof c.p !== 'string' || !c.p.startsWith(prefix) || typeof c.a !== 'string') throw bad();
+  return { pk: c.p, sk: 'CONV', convTenant: listingPartition(tenantId), activeAt: c.a };
+}

@@ -1,0 +1,60 @@
+// The client's conversation methods over real HTTP (serverless-offline): one id for the whole
+// chain, appends that follow rotations without a 409, typed errors (SPEC K1-K3).
+import { randomUUID } from 'node:crypto';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { BadRequestError, ConflictError, LineageClient, NotFoundError, type Item } from '../../../lib/client/index.js';
+import { startLocalService, type LocalService } from '../../support/local-service.js';
+
+let service: LocalService;
+let client: LineageClient;
+
+beforeAll(async () => {
+  service = await startLocalService({ afterTurn: false });
+  client = new LineageClient({ baseUrl: service.baseUrl, apiKey: await service.createApiKey(`c-${randomUUID().slice(0, 8)}`) });
+}, 240_000);
+afterAll(async () => {
+  await service?.stop();
+});
+
+const say = (i: number): Item[] => [
+  { role: 'user', content: `question ${i}: ${'how should this be configured? '.repeat(10)}` },
+  { role: 'assistant', content: `answer ${i}: ${'set it like this. '.repeat(20)}` },
+];
+
+describe('LineageClient conversations', () => {
+  it('K1/K2: put, append across a rotation on the same id, read, lineage, compress; the append names where it landed', async () => {
+    const id = `user_${randomUUID().slice(0, 8)}`;
+    const put = await client.putConversation(id, { metadata: { plan: 'pro' } });
+    expect(put.created).toBe(true);
+    expect((await client.putConversation(id)).created).toBe(false);
+    for (let i = 0; i < 3; i++) await client.appendToConversation(id, say(i));
+    const compressed = await client.compressConversation(id, { mode: 'rotate', keepLast: 2 });
+    expect(compressed.outcome).toBe('compressed');
+    const after = await client.appendToConversation(id, say(9));
+    expect(after.sessionId).toBe(compressed.sessionId);
+    expect(after.session.conversationId).toBe(id);
+    const { items, session } = await client.readConversation(id);
+    expect(session.sessionId).toBe(compressed.sessionId);
+    expect(items.slice(-2)).toEqual(say(9));
+    const lineage = await client.conversationLineage(id);
+    expect(lineage.tip).toBe(compressed.sessionId);
+    expect(lineage.chain[0]!.sessionId).toBe(put.conversation.rootSessionId);
+    const conversation = await client.getConversation(id);
+    expect(conversation).toMatchObject({ liveSessionId: compressed.sessionId, sessions: 2, metadata: { plan: 'pro' } });
+    expect((await client.updateConversation(id, { plan: 'team' })).metadata).toEqual({ plan: 'team' });
+    const popped = await client.popConversation(id);
+    expect(popped.removed).toEqual(say(9)[1]);
+    const listed = await client.listConversations({ limit: 5 });
+    expect(listed.conversations.map((c) => c.conversationId)).toContain(id);
+  });
+
+  it('K3: delete, then 404; bad ids and format mismatches are typed errors', async () => {
+    const id = `gone.${randomUUID().slice(0, 8)}`;
+    await client.putConversation(id, { format: 'responses' });
+    await expect(client.putConversation(id, { format: 'chat' })).rejects.toBeInstanceOf(ConflictError);
+    await client.deleteConversation(id);
+    await expect(client.getConversation(id)).rejects.toBeInstanceOf(NotFoundError);
+    await expect(client.appendToConversation(id, say(1))).rejects.toBeInstanceOf(NotFoundError);
+    await expect(client.getConversation('no spaces allowed')).rejects.toBeInstanceOf(BadRequestError);
+  });
+});
