@@ -116,9 +116,10 @@ export class LineageSession implements OpenAIResponsesCompactionAwareSession {
   }
 
   /**
-   * One idempotent append per chunk of at most 98 items (and 1 MB), in order. Each chunk lands
+   * One idempotent append, whatever the item count (the service's appends are atomic, A7); only
+   * items whose JSON passes the 5 MB body limit go in more than one, in order. Each append lands
    * whole or not at all, once, on the live session, following rotations. If the process dies
-   * between chunks, the session holds the first chunks and nothing of the rest. Items JSON cannot
+   * between two of them, the session holds the first whole and nothing of the rest. Items JSON cannot
    * return as they are (binary, Map, Date, ...) are refused with UnsupportedValueError before
    * anything is sent.
    */

@@ -134,7 +134,7 @@ export class LineageClient {
   }
 
   /**
-   * POST /sessions/{id}/messages: 1-98 items in one transaction, applied at most once. Items JSON
+   * POST /sessions/{id}/messages: any number of items (a body up to 5 MB), atomic and applied at most once. Items JSON
    * cannot return as they are (binary, Map, Date, ...) throw UnsupportedValueError before sending. Every
    * retry (network error, timeout, 5xx, 503 Retry-After) sends the same Idempotency-Key and the
    * same bytes, so the service replays the first answer instead of appending again (SPEC A3).

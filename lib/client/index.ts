@@ -15,5 +15,5 @@ export { UnsupportedValueError } from './json-values.js';
 export { DEFAULT_RETRY_POLICY, retryDelayMs, type RetryPolicy, type Safety } from './retry.js';
 export * from './types.js';
 export type { paths, components, operations } from './openapi-types.js';
-export { chunks, MAX_ITEMS_PER_APPEND, MAX_APPEND_BODY_BYTES, MAX_TAIL } from './chunks.js';
+export { chunks, MAX_APPEND_BODY_BYTES, MAX_TAIL } from './chunks.js';
 export { deleteChain } from './chain.js';

@@ -263,9 +263,10 @@ describe('typed errors for each status (F1)', () => {
     expect(all).toEqual(await client.readAll(id));
   });
 
-  it('413 PayloadTooLargeError for a body over 1 MiB', async () => {
+  it('413 PayloadTooLargeError for a body over 5 MB (A7), each item under the 4 MB item limit', async () => {
     const id = await sessionWith(0);
-    const err = await client.append(id, [{ type: 'message', role: 'user', content: 'x'.repeat(1_100_000) }]).catch((e: unknown) => e);
+    const big = (c: string) => ({ type: 'message', role: 'user', content: c.repeat(2_700_000) });
+    const err = await client.append(id, [big('x'), big('y')]).catch((e: unknown) => e);
     expect(err).toBeInstanceOf(PayloadTooLargeError);
     expect(err).toMatchObject({ status: 413, code: 'payload_too_large' });
   });
