@@ -212,8 +212,16 @@ export class Sessions {
       const tokens = prepared.tokenEstimates.reduce((a, b) => a + b, 0);
       if (input.expectedCount !== undefined && meta.messageCount !== input.expectedCount) {
         // A4 is answered from DynamoDB's record, never from what the container remembered.
+        // A3 before A4: a keyed retry of an append that landed sees a moved count, so the key is
+        // read beside the record (the cold path read it before anything else).
         if (meta === cached) {
-          meta = await this.table.getMeta(ref);
+          const [fresh, seen] = await Promise.all([
+            this.table.getMeta(ref),
+            idemKey ? this.table.getItem<IdempotencyRecord>(idemKey) : Promise.resolve(undefined),
+          ]);
+          const landed = liveRecord(seen, this.table.now());
+          if (landed && idem) return { replayed: true, response: replay(landed, idem) };
+          meta = fresh;
           continue;
         }
         throw new CountMismatchError(ref.sessionId, input.expectedCount, meta.messageCount);

@@ -75,6 +75,18 @@ describe('P5: an append in one DynamoDB call when warm', () => {
     expect(await a.store.readAll(ref)).toEqual(msgs(1, 5));
   });
 
+  it('P5/A3/A4: a warm keyed retry with expectedCount replays the append it retries (the moved count is its own), never 409', async () => {
+    const a = container();
+    const ref = await newSession(a.store, msgs(1, 2));
+    const idempotency = { key: 'k-expected', requestHash: 'h' };
+    const respond = () => ({ status: 200, body: { first: true } });
+    await a.store.appendItems(ref, { prepare: asIs([msg(3)]), expectedCount: 2, idempotency, respond });
+    // The cache now says 3; the retry still says 2: the key's record answers, not count_mismatch.
+    const again = await a.store.appendItems(ref, { prepare: asIs([msg(3)]), expectedCount: 2, idempotency, respond });
+    expect(again).toEqual({ replayed: true, response: { status: 200, body: { first: true } } });
+    expect(await a.store.readAll(ref)).toEqual(msgs(1, 3));
+  });
+
   it('P5/A6: after another container popped, the append takes a new position (sequence numbers never reused)', async () => {
     const a = container();
     const b = container();
