@@ -11,8 +11,15 @@ import { LiveTips } from '../../../lib/api/live-tips.js';
 import { httpDeps, Runtime } from '../../../lib/runtime.js';
 import { RoundTrips } from '../../support/round-trips.js';
 
+// Limits off: these count the conversation path's own calls (the per-tenant limiter's one call is in the README).
 const rt = new Runtime({
-  env: { REDIS_URLS: process.env.REDIS_URLS!, DYNAMODB_ENDPOINT: process.env.DYNAMODB_ENDPOINT!, TABLE_NAME: process.env.TABLE_NAME! },
+  env: {
+    REDIS_URLS: process.env.REDIS_URLS!,
+    DYNAMODB_ENDPOINT: process.env.DYNAMODB_ENDPOINT!,
+    TABLE_NAME: process.env.TABLE_NAME!,
+    RATE_LIMIT_REQUESTS_PER_SECOND: '0',
+    RATE_LIMIT_COMPRESSIONS_PER_MINUTE: '0',
+  },
 });
 const tenantId = `p5-${randomUUID().slice(0, 8)}`;
 let key: string;
