@@ -219,7 +219,7 @@ const chatAppend = fc.oneof(
   fc.constant(JSON.stringify({ messages: [] })),
   notAString.map((m) => JSON.stringify({ messages: m })),
   fc.record({ messages: fc.constant([{ role: 'user', content: 'x' }]), extra: weirdString }).map((b) => JSON.stringify(b)),
-  fc.constant(JSON.stringify({ messages: [{ role: 'user', content: 'y'.repeat(450_000) }] })),
+  fc.constant(JSON.stringify({ messages: [{ role: 'user', content: 'y'.repeat(4_000_100) }] })),
   fc
     .record({
       messages: fc.constant([{ role: 'user', content: 'x' }]),

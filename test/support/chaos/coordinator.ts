@@ -25,6 +25,8 @@ export interface CoordinatorOptions {
   dynamodbEndpoint?: string;
   tableName?: string;
   keyPrefix?: string;
+  /** The store's transaction size (small: a compaction takes the write-first path without megabytes). */
+  transactionBytes?: number;
 }
 
 export async function makeCoordinator(opts: CoordinatorOptions = {}): Promise<Coordinator> {
@@ -33,7 +35,11 @@ export async function makeCoordinator(opts: CoordinatorOptions = {}): Promise<Co
   await waitForRedis(redis);
   const ddb = createDynamoClient({ endpoint: opts.dynamodbEndpoint ?? process.env.DYNAMODB_ENDPOINT });
   const tableName = opts.tableName ?? process.env.TABLE_NAME ?? 'session-lineage-test';
-  const store = new DynamoLineageStore({ client: ddb, tableName });
+  const store = new DynamoLineageStore({
+    client: ddb,
+    tableName,
+    ...(opts.transactionBytes ? { transactionBytes: opts.transactionBytes } : {}),
+  });
   const lease = new SessionLease({ clients: redis, ...(opts.keyPrefix ? { keyPrefix: opts.keyPrefix } : {}) });
   return {
     redis,

@@ -22,7 +22,9 @@ async function main(): Promise<void> {
   if (!crashPoints.includes(point)) throw new Error(`unknown CRASH_POINT ${point}`);
   const ref = { tenantId: process.env.CRASH_TENANT!, sessionId: process.env.CRASH_SESSION! };
   const mode = process.env.CRASH_MODE === 'in_place' ? 'in_place' : 'rotate';
-  const coord = await makeCoordinator();
+  // Packed rows (A7) carry 110 small items in one transaction: a small transaction size keeps the
+  // compaction on its written-before-commit path, which this crash point is about.
+  const coord = await makeCoordinator(point === 'after_child_messages' ? { transactionBytes: 2_000 } : {});
 
   // "After child messages written": a compaction too big for one transaction writes its items
   // (pending child / next generation) in batches before its commit; die as the first batch lands.

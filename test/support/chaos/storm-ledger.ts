@@ -13,6 +13,7 @@
 // exactly once or was summarized at a step and never appears after it. Lost: acknowledged but
 // nowhere, or a step that dropped part of Ti's suffix. Duplicate: twice in one transcript, or
 // back after it was summarized.
+import { headOfPart, isHeadSk, itemsOfRow, type RawRow } from '../../../lib/lineage/dynamo/rows.js';
 import type { AttributeValue, DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { ScanCommand } from '@aws-sdk/client-dynamodb';
 import { unmarshall } from '@aws-sdk/util-dynamodb';
@@ -85,11 +86,19 @@ export function buildLedger(input: LedgerInput): Ledger {
     const sessionId = it.pk.slice(prefix.length);
     if (it.sk === 'META') metas.set(sessionId, it as unknown as Meta);
     else if (it.sk.startsWith('TASK#')) tasksLeft.push(`${sessionId} ${it.sk}`);
-    else if (it.sk.startsWith('MSG#')) {
-      const g = Number(it.generation);
+    else if (it.sk.startsWith('MSG#') && isHeadSk(it.sk)) {
+      // A row of either layout (packed rows, A7: several items a row, a big one with inline parts).
+      const head = it as unknown as RawRow;
+      const parts = input.items
+        .filter((p) => p.pk === it.pk && !isHeadSk(p.sk) && p.sk.startsWith('MSG#') && headOfPart(p.sk) === it.sk)
+        .sort((a, b) => a.sk.localeCompare(b.sk, 'en', { numeric: true }))
+        .map((p) => (typeof p.data === 'string' ? p.data : ''));
+      const g = Number(it.generation ?? it.sk.split('#')[1]);
       const byGen = gens.get(sessionId) ?? new Map<number, { seq: number; item: Item; archived: boolean }[]>();
       const list = byGen.get(g) ?? [];
-      list.push({ seq: Number(it.seq), item: JSON.parse(String(it.body)) as Item, archived: it.expiresAt !== undefined });
+      for (const stored of itemsOfRow(head, parts)) {
+        list.push({ seq: stored.seq, item: JSON.parse(stored.body) as Item, archived: it.expiresAt !== undefined });
+      }
       byGen.set(g, list);
       gens.set(sessionId, byGen);
     }
