@@ -250,7 +250,8 @@ describe('DynamoDB Local stopped during a commit', () => {
     const items = await tenantItems(coord.ddb, ref.tenantId);
     // (A conversation's own record, CONV, has its own partition and no META: it is not an orphan.)
     for (const [pk, sks] of items) if (!sks.includes('CONV')) expect(sks, `orphan items under ${pk}`).toContain('META');
-    expect(items.size).toBe(1 + children.length);
+    // The session's partition, its children's, and its conversation's record (K1).
+    expect(items.size).toBe(2 + children.length);
     // I4: the appends acknowledged during the stall are in the live transcript, once (on the compacted
     // session the rival may have read and summarized some: never twice there).
     await expectKept(ref, acked.get(ref.sessionId)!, true);

@@ -86,7 +86,7 @@ export function buildLedger(input: LedgerInput): Ledger {
     const sessionId = it.pk.slice(prefix.length);
     if (it.sk === 'META') metas.set(sessionId, it as unknown as Meta);
     else if (it.sk.startsWith('TASK#')) tasksLeft.push(`${sessionId} ${it.sk}`);
-    else if (it.sk.startsWith('MSG#') && isHeadSk(it.sk)) {
+    else if (it.sk.startsWith('MSG#') && (isHeadSk(it.sk) || typeof it.body === 'string')) {
       // A row of either layout (packed rows, A7: several items a row, a big one with inline parts).
       const head = it as unknown as RawRow;
       const parts = input.items
