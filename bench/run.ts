@@ -1,5 +1,5 @@
 // `npm run bench`: starts its own local stack, runs every benchmark, writes
-// bench/results/<timestamp>.json + latest.json, prints a summary table and regenerates bench/README.md.
+// bench/results/runs/<timestamp>.json (gitignored) + latest.json, prints a summary table and regenerates bench/README.md.
 // BENCH_SCALE (default 1) multiplies iteration counts; `npm run bench -- lease commit` or
 // BENCH_ONLY=lease,commit picks sections (their results are merged into latest.json). `capacity`
 // (bench/capacity: writes bench/CAPACITY.md; its scaling run takes minutes) runs only when named.
@@ -133,7 +133,9 @@ const merged = { ...previous, ...fresh } as BenchResults;
 results.goals = goalsOf(results);
 merged.goals = goalsOf(merged);
 writeFileSync(latest, JSON.stringify(merged, null, 2) + '\n');
-writeFileSync(`${root}bench/results/${stamp}.json`, JSON.stringify(results, null, 2) + '\n');
+// Each run's own numbers go to bench/results/runs/ (gitignored): only latest.json is committed.
+mkdirSync(`${root}bench/results/runs`, { recursive: true });
+writeFileSync(`${root}bench/results/runs/${stamp}.json`, JSON.stringify(results, null, 2) + '\n');
 console.log(summaryTable(results));
 if (results.capacity) console.log(`\ncapacity model: bench/CAPACITY.md (${results.capacity.operations.length} operations priced)`);
 if (only.size === 0) writeReadme(`${root}bench/README.md`, results);
