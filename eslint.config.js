@@ -8,6 +8,15 @@
 import js from '@eslint/js';
 import tseslint from 'typescript-eslint';
 
+const ONE_ERROR_ROOT = {
+  selector: "ClassDeclaration[superClass.name='Error']",
+  message: 'one error root: extend ServiceError (lib/errors.ts), which carries status, code, retryable, details and cause.',
+};
+const ONE_CONFIG = {
+  selector: "MemberExpression[object.name='process'][property.name='env']",
+  message: 'one config: read the environment in lib/config.ts (or the composition root, lib/runtime.ts).',
+};
+
 export default tseslint.config(
   {
     ignores: [
@@ -68,6 +77,24 @@ export default tseslint.config(
           paths: [{ name: 'aws-lambda', message: 'the client package imports nothing from the server.' }],
           patterns: [{ regex: '^\\.\\./', message: 'the client package (its own npm package) imports nothing from the server.' }],
         },
+      ],
+    },
+  },
+  // One error root (lib/errors.ts ServiceError) and one config (process.env is read by config.ts and
+  // the composition root only): issue 25.
+  {
+    files: ['lib/**/*.ts'],
+    ignores: ['lib/errors.ts', 'lib/config.ts', 'lib/runtime.ts', 'lib/client/**'],
+    rules: { 'no-restricted-syntax': ['error', ONE_ERROR_ROOT, ONE_CONFIG] },
+  },
+  { files: ['lib/config.ts', 'lib/runtime.ts'], rules: { 'no-restricted-syntax': ['error', ONE_ERROR_ROOT] } },
+  {
+    files: ['lib/client/**/*.ts'],
+    ignores: ['lib/client/errors.ts'],
+    rules: {
+      'no-restricted-syntax': [
+        'error',
+        { ...ONE_ERROR_ROOT, message: 'the client has one error root: extend LineageError (lib/client/errors.ts).' },
       ],
     },
   },

@@ -4,6 +4,7 @@
 // at init, so loading the config itself never touches AWS.
 import * as z from 'zod/mini';
 import type { EngineConfig } from './compressors/types.js';
+import { ServiceError } from './errors.js';
 
 /**
  * Default shard counts of the two sparse, time-ordered indexes, sized by `npm run bench -- capacity`
@@ -81,8 +82,11 @@ export interface Config {
   openAiApiKeySsmParam?: string;
 }
 
-export class ConfigError extends Error {
+export class ConfigError extends ServiceError {
   override readonly name = 'ConfigError';
+  constructor(message: string, opts: { cause?: unknown } = {}) {
+    super(message, { status: 500, code: 'internal', cause: opts.cause });
+  }
 }
 
 // --- the variables: keys are the variable names, so every issue's path names the variable ----

@@ -2,8 +2,8 @@
 // once per messageId, and say which records failed (ReportBatchItemFailures). No AWS event types.
 import { IdempotencyAlreadyInProgressError } from '@aws-lambda-powertools/idempotency';
 import { silentLogger, type Logger } from '../logger.js';
-import { StoreOutcomeUnknownError, StoreRetryableError } from '../lineage/errors.js';
-import { AfterTurnRetryableError, InvalidAfterTurnEventError } from './errors.js';
+import { asError, errorFields, ServiceError } from '../errors.js';
+import { InvalidAfterTurnEventError } from './errors.js';
 import { parseAfterTurnBody } from './event.js';
 import { checkDue, compactDue, type AfterTurnDeps, type AfterTurnResult } from './handle-after-turn.js';
 import { idempotentPerMessage, type PersistenceFor, type RemainingTime } from './idempotency.js';
@@ -85,11 +85,9 @@ export class AfterTurnConsumer {
   }
 
   private failure(messageId: string, err: unknown, log: Logger): RecordReport {
-    const e = err instanceof Error ? err : new Error(String(err));
+    const e = asError(err);
     const retryable =
-      err instanceof AfterTurnRetryableError ||
-      err instanceof StoreRetryableError ||
-      err instanceof StoreOutcomeUnknownError ||
+      (err instanceof ServiceError && err.retryable) ||
       // Another delivery of this messageId is running; this copy is retried after it.
       err instanceof IdempotencyAlreadyInProgressError;
     if (err instanceof InvalidAfterTurnEventError) {
@@ -97,7 +95,7 @@ export class AfterTurnConsumer {
     } else if (retryable) {
       log.warn('after-turn record will be retried', { messageId, error: e.message, errorName: e.name });
     } else {
-      log.error('after-turn record failed', { messageId, error: e.message, errorName: e.name, stack: e.stack });
+      log.error('after-turn record failed', { messageId, error: errorFields(err) });
     }
     return { messageId, ok: false, error: `${e.name}: ${e.message}`, retryable };
   }

@@ -8,7 +8,7 @@ import {
   RotationLostError,
   SessionEndedError,
   SessionNotFoundError,
-  StaleCursorError,
+  CursorStaleError,
   StoreRetryableError,
 } from '../lineage/errors.js';
 import type { ConversationRecord, SessionRecord } from '../lineage/types.js';
@@ -127,7 +127,7 @@ function conversationCursor(ref: SessionRef) {
     try {
       return decodeCursor(ref.tenantId, ref.sessionId, cursor);
     } catch (err) {
-      if (err instanceof InvalidCursorError && isIssuedCursor(cursor)) throw new StaleCursorError(ref.sessionId);
+      if (err instanceof InvalidCursorError && isIssuedCursor(cursor)) throw new CursorStaleError(ref.sessionId);
       throw err;
     }
   };

@@ -3,6 +3,7 @@
 // functions/api-gateway.ts; lib/ knows no AWS event types.
 import type { ApiKeyResolver } from './api-keys.js';
 import { MAX_BODY_BYTES } from '../lineage/limits.js';
+import { errorFields } from '../errors.js';
 import { fromDomainError, HttpError, invalidField } from './errors.js';
 import { parseJsonBody } from './json-body.js';
 import { matchRoute, type RouteDeps, type RouteResult } from './routes.js';
@@ -58,7 +59,7 @@ function respond(result: RouteResult, requestId: string): HttpResponse {
 
 function errorResponse(err: HttpError, requestId: string): HttpResponse {
   return respond(
-    { status: err.status, body: { error: { code: err.code, message: err.message, requestId }, ...err.extra }, headers: err.headers },
+    { status: err.status, body: { error: { code: err.code, message: err.message, requestId }, ...err.details }, headers: err.headers },
     requestId,
   );
 }
@@ -123,14 +124,14 @@ export async function handleRequest(req: HttpRequest, deps: ApiDeps, inv: Invoca
   } catch (err) {
     const mapped = fromDomainError(err);
     if (mapped) {
-      if (mapped.status >= 500) deps.logger.warn('request failed', { method, path, status: mapped.status, error: String(err) });
+      if (mapped.status >= 500) deps.logger.warn('request failed', { method, path, status: mapped.status, error: errorFields(err) });
       return errorResponse(mapped, inv.requestId);
     }
     // Never leak internals: the log has the details, the client gets a request id.
     deps.logger.error('unhandled error', {
       method,
       path,
-      error: err instanceof Error ? { name: err.name, message: err.message, stack: err.stack } : String(err),
+      error: errorFields(err),
     });
     return errorResponse(new HttpError(500, 'internal', 'internal error'), inv.requestId);
   }

@@ -7,6 +7,7 @@ import * as z from 'zod/mini';
 import { adapterFor } from '../items/adapters.js';
 import { clip, clipBlock } from '../items/json.js';
 import { loadTokenCounter, type TokenCounter } from '../items/tokens.js';
+import { ServiceError } from '../errors.js';
 import { SUMMARY_PREFIX, type FormatAdapter, type Item } from '../items/types.js';
 import { schemaProblem } from '../items/validate-shared.js';
 import { digestMiddle } from './middle-digest.js';
@@ -39,7 +40,13 @@ const completionSchema = z.object({
   choices: z.array(z.object({ message: z.object({ content: z.optional(z.nullable(z.string())) }) })).check(z.minLength(1, 'no choices')),
 });
 
-class SummarizerFailure extends Error {}
+/** The summarizer's call failed (an opaque 500 to the caller; the log has the reason). */
+class SummarizerFailure extends ServiceError {
+  override readonly name = 'SummarizerFailure';
+  constructor(message: string) {
+    super(message, { status: 500, code: 'internal' });
+  }
+}
 
 export class OpenAiSummarizer implements CompressionEngine {
   readonly name = 'openai-summarizer';

@@ -1,12 +1,20 @@
 // Opaque page cursors (SPEC A5): base64url of a small versioned JSON, bound to the session it
 // was issued for, never a raw DynamoDB key. A tampered or foreign cursor is refused, not guessed at.
 import { createHash } from 'node:crypto';
+import { ServiceError } from '../errors.js';
 import type { PagePosition } from './types.js';
 
-export class InvalidCursorError extends Error {
+const INVALID_CURSOR = 'cursor is not one this API issued for this session';
+
+export class InvalidCursorError extends ServiceError {
   override readonly name = 'InvalidCursorError';
   constructor() {
-    super('cursor is not one this API issued for this session');
+    super(INVALID_CURSOR, {
+      status: 400,
+      code: 'invalid_request',
+      details: { field: 'cursor' },
+      publicMessage: `cursor: ${INVALID_CURSOR}`,
+    });
   }
 }
 

@@ -1,13 +1,27 @@
-// Typed store errors; callers map them to outcomes and HTTP statuses. Store-agnostic.
-export class LineageError extends Error {
+// Typed store errors, store-agnostic. Each says how it is answered (ServiceError: status, code,
+// retryable, details); the API and the after-turn consumer read those fields.
+import { ServiceError, type ServiceErrorInit } from '../errors.js';
+
+/** A store failure; without a more specific class it is internal (an opaque 500). */
+export class LineageError extends ServiceError {
   override readonly name: string = 'LineageError';
-  readonly retryable: boolean = false;
+  constructor(message: string, init: ServiceErrorInit = { status: 500, code: 'internal' }) {
+    super(message, init);
+  }
+}
+
+/** "Busy, nothing applied": retry shortly (503 with Retry-After). */
+const BUSY = { status: 503, code: 'unavailable', retryable: true, publicMessage: 'the session is busy; retry shortly' } as const;
+
+function tooLargeMessage(index: number, bytes: number, limit: number): string {
+  const what = index >= 0 ? `messages[${index}] is ${bytes} bytes stored` : `the append is ${bytes} bytes stored`;
+  return `${what}; the limit is ${limit}`;
 }
 
 export class SessionNotFoundError extends LineageError {
   override readonly name = 'SessionNotFoundError';
   constructor(readonly sessionId: string) {
-    super(`session ${sessionId} not found`);
+    super(`session ${sessionId} not found`, { status: 404, code: 'not_found' });
   }
 }
 
@@ -15,7 +29,7 @@ export class SessionNotFoundError extends LineageError {
 export class ConversationNotFoundError extends LineageError {
   override readonly name = 'ConversationNotFoundError';
   constructor(readonly conversationId: string) {
-    super(`conversation ${conversationId} not found`);
+    super(`conversation ${conversationId} not found`, { status: 404, code: 'not_found' });
   }
 }
 
@@ -27,14 +41,14 @@ export class FormatMismatchError extends LineageError {
     readonly format: string,
     readonly requested: string,
   ) {
-    super(`conversation ${conversationId} holds ${format} items, not ${requested}`);
+    super(`conversation ${conversationId} holds ${format} items, not ${requested}`, { status: 409, code: 'format_mismatch' });
   }
 }
 
 export class SessionExistsError extends LineageError {
   override readonly name = 'SessionExistsError';
   constructor(readonly sessionId: string) {
-    super(`session ${sessionId} already exists`);
+    super(`session ${sessionId} already exists`, { status: 409, code: 'conflict' });
   }
 }
 
@@ -45,7 +59,11 @@ export class SessionEndedError extends LineageError {
     readonly sessionId: string,
     readonly liveSessionId: string | null,
   ) {
-    super(`session ${sessionId} has ended${liveSessionId ? `; continue on ${liveSessionId}` : ''}`);
+    super(`session ${sessionId} has ended${liveSessionId ? `; continue on ${liveSessionId}` : ''}`, {
+      status: 409,
+      code: 'session_ended',
+      details: { liveSessionId },
+    });
   }
 }
 
@@ -56,7 +74,11 @@ export class SessionEndedError extends LineageError {
 export class ChainDeletedError extends LineageError {
   override readonly name = 'ChainDeletedError';
   constructor(readonly sessionId: string) {
-    super(`session ${sessionId} has ended and its chain has no live session (its tip was deleted)`);
+    super(`session ${sessionId} has ended and its chain has no live session (its tip was deleted)`, {
+      status: 409,
+      code: 'chain_deleted',
+      details: { liveSessionId: null },
+    });
   }
 }
 
@@ -67,7 +89,7 @@ export class FenceStaleError extends LineageError {
     readonly sessionId: string,
     readonly fence: number,
   ) {
-    super(`fence ${fence} is stale for session ${sessionId}`);
+    super(`fence ${fence} is stale for session ${sessionId}`, BUSY);
   }
 }
 
@@ -78,7 +100,7 @@ export class AttemptInFlightError extends LineageError {
     readonly sessionId: string,
     readonly holder: string,
   ) {
-    super(`session ${sessionId} has a compaction in flight (${holder})`);
+    super(`session ${sessionId} has a compaction in flight (${holder})`, BUSY);
   }
 }
 
@@ -97,7 +119,11 @@ export class RotationLostError extends LineageError {
     readonly sessionId: string,
     readonly liveSessionId: string | null,
   ) {
-    super(`session ${sessionId} was already rotated${liveSessionId ? ` to ${liveSessionId}` : ''}`);
+    super(`session ${sessionId} was already rotated${liveSessionId ? ` to ${liveSessionId}` : ''}`, {
+      status: 409,
+      code: 'session_ended',
+      details: { liveSessionId },
+    });
   }
 }
 
@@ -108,7 +134,11 @@ export class ItemTooLargeError extends LineageError {
     readonly bytes: number,
     readonly limit: number,
   ) {
-    super(`item ${index} is ${bytes} bytes stored; the limit is ${limit}`);
+    super(`item ${index} is ${bytes} bytes stored; the limit is ${limit}`, {
+      status: 413,
+      code: 'payload_too_large',
+      publicMessage: tooLargeMessage(index, bytes, limit),
+    });
   }
 }
 
@@ -120,7 +150,11 @@ export class CountMismatchError extends LineageError {
     readonly expected: number,
     readonly messageCount: number,
   ) {
-    super(`session ${sessionId} holds ${messageCount} items, not the expected ${expected}`);
+    super(`session ${sessionId} holds ${messageCount} items, not the expected ${expected}`, {
+      status: 409,
+      code: 'count_mismatch',
+      details: { messageCount },
+    });
   }
 }
 
@@ -128,15 +162,18 @@ export class CountMismatchError extends LineageError {
 export class IdempotencyKeyReusedError extends LineageError {
   override readonly name = 'IdempotencyKeyReusedError';
   constructor(readonly key: string) {
-    super('this Idempotency-Key was already used with a different request body');
+    super('this Idempotency-Key was already used with a different request body', { status: 422, code: 'idempotency_key_reused' });
   }
 }
 
 /** A5: the cursor points into a generation an in-place compaction has replaced. */
-export class StaleCursorError extends LineageError {
-  override readonly name = 'StaleCursorError';
+export class CursorStaleError extends LineageError {
+  override readonly name = 'CursorStaleError';
   constructor(readonly sessionId: string) {
-    super(`session ${sessionId} was compacted in place since this cursor was issued; page again from the start`);
+    super(`session ${sessionId} was compacted in place since this cursor was issued; page again from the start`, {
+      status: 409,
+      code: 'cursor_stale',
+    });
   }
 }
 
@@ -147,19 +184,18 @@ export class LineageTooDeepError extends LineageError {
     readonly sessionId: string,
     readonly hops: number,
   ) {
-    super(`the chain of session ${sessionId} is longer than ${hops} sessions; read GET /sessions/{id}/lineage from a later session`);
+    super(`the chain of session ${sessionId} is longer than ${hops} sessions; read GET /sessions/{id}/lineage from a later session`, {
+      status: 409,
+      code: 'lineage_too_deep',
+    });
   }
 }
 
 /** Throttling / transaction conflicts / version races that outlived our bounded retries. */
 export class StoreRetryableError extends LineageError {
   override readonly name = 'StoreRetryableError';
-  override readonly retryable = true;
-  constructor(
-    message: string,
-    override readonly cause?: unknown,
-  ) {
-    super(message);
+  constructor(message: string, cause?: unknown) {
+    super(message, { ...BUSY, cause });
   }
 }
 
@@ -170,11 +206,14 @@ export class StoreRetryableError extends LineageError {
  */
 export class StoreOutcomeUnknownError extends LineageError {
   override readonly name = 'StoreOutcomeUnknownError';
-  override readonly retryable = true;
-  constructor(
-    message: string,
-    override readonly cause?: unknown,
-  ) {
-    super(message);
+  constructor(message: string, cause?: unknown) {
+    super(message, {
+      status: 503,
+      code: 'outcome_unknown',
+      retryable: true,
+      // Not the "nothing applied" 503 (busy): the client must not repeat a pop or an in-place compaction on it.
+      publicMessage: 'the store did not confirm the write; it may have been applied: read the session before repeating it',
+      cause,
+    });
   }
 }

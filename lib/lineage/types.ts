@@ -257,7 +257,7 @@ export interface LineageStore {
    * live tip), CountMismatchError, IdempotencyKeyReusedError, ItemTooLargeError. Never blocked by a lease.
    */
   appendItems(ref: SessionRef, input: AppendInput): Promise<AppendResult>;
-  /** One page of the active generation, in order (A5). StaleCursorError when the generation was replaced. */
+  /** One page of the active generation, in order (A5). CursorStaleError when the generation was replaced. */
   readPage(ref: SessionRef, page: PageRequest): Promise<ItemPage>;
   /**
    * The latest `limit` items in chronological order (A5 tail), cut to `maxBytes` by dropping the

@@ -10,7 +10,7 @@ import {
   SessionEndedError,
   SessionExistsError,
   SessionNotFoundError,
-  StaleCursorError,
+  CursorStaleError,
   StoreOutcomeUnknownError,
   StoreRetryableError,
 } from '../errors.js';
@@ -364,7 +364,7 @@ export class Sessions {
 
   async readPage(ref: SessionRef, page: PageRequest): Promise<ItemPage> {
     const meta = await this.table.requireMeta(ref);
-    if (page.from && page.from.generation !== meta.generation) throw new StaleCursorError(ref.sessionId);
+    if (page.from && page.from.generation !== meta.generation) throw new CursorStaleError(ref.sessionId);
     const { items, more } = await this.table.queryRange(sessionPk(ref), meta.generation, (page.from?.afterSeq ?? 0) + 1, meta.lastSeq, {
       limit: page.limit,
       maxBytes: page.maxBytes,

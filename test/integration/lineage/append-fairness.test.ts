@@ -64,7 +64,9 @@ describe('append fairness (A4)', () => {
       },
       { step: 'initialize', name: 'competitorFirst' },
     );
-    const victim = makeStore(victimClient);
+    // The victim's clock runs 5 s ahead, so the turn it takes (until its now + TURN_MS) outlasts
+    // any scheduling stall of a loaded machine: its next round, not the clock, ends the turn.
+    const victim = makeStore(victimClient, { now: () => Date.now() + 5_000 });
     const out = await victim.appendItems(ref, { prepare: asIs([{ role: 'user', content: 'the victim' }]) });
     landed = true;
     expect(out.replayed).toBe(false);

@@ -6,7 +6,7 @@ import {
   CountMismatchError,
   IdempotencyKeyReusedError,
   SessionNotFoundError,
-  StaleCursorError,
+  CursorStaleError,
   StaleSnapshotError,
   type AppendResult,
   type PagePosition,
@@ -226,11 +226,11 @@ describe('paging (A5)', () => {
     expect(seen).toEqual(msgs(1, 600));
   });
 
-  it('A5: a cursor into a generation an in-place compaction replaced is StaleCursorError', async () => {
+  it('A5: a cursor into a generation an in-place compaction replaced is CursorStaleError', async () => {
     const ref = await newSession(store, msgs(1, 10));
     const page = await store.readPage(ref, { limit: 3, maxBytes: 4_500_000 });
     await store.commitInPlace(ref, await begin(store, ref), commitInput([msg(10)]));
-    await expect(store.readPage(ref, { limit: 3, maxBytes: 4_500_000, from: page.next! })).rejects.toBeInstanceOf(StaleCursorError);
+    await expect(store.readPage(ref, { limit: 3, maxBytes: 4_500_000, from: page.next! })).rejects.toBeInstanceOf(CursorStaleError);
   });
 
   it('A5: tail returns the latest N in chronological order, cut by bytes from the oldest end', async () => {

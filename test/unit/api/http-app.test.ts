@@ -14,7 +14,7 @@ import {
   ItemTooLargeError,
   SessionEndedError,
   SessionNotFoundError,
-  StaleCursorError,
+  CursorStaleError,
   StoreRetryableError,
 } from '../../../lib/lineage/errors.js';
 import type { AppendInput, LineageStore, SessionRecord } from '../../../lib/lineage/types.js';
@@ -355,7 +355,7 @@ describe('HTTP API error mapping', () => {
     });
     const stale = deps({
       readPage: async () => {
-        throw new StaleCursorError('s1');
+        throw new CursorStaleError('s1');
       },
     }).d;
     expect(await run(stale, event('GET', '/sessions/s1/messages'))).toMatchObject({
