@@ -26,6 +26,7 @@ import { loadConfig, resolveEngine, resolveRedisUrls, telemetryConfig, type Conf
 import { assertRedisVersion, SessionLease } from './lease/session-lease.js';
 import { DynamoLineageStore } from './lineage/dynamo/store.js';
 import { sessionKey } from './session-ref.js';
+import { errorFields } from './errors.js';
 import type { SweepDeps } from './sweep/run-sweep.js';
 
 /** What every function shares: config, clients, the store and the lease. */
@@ -154,7 +155,7 @@ export function compaction(rt: Runtime): Promise<(req: CompactRequest) => Promis
     const { config, lease, store } = await rt.core();
     const engine = engineFromConfig(await resolveEngine(config, rt.secrets()));
     const metrics = createServiceMetrics(config);
-    const events = compactionEventPublisherFrom(config, (message, extra) => rt.logger.warn(message, { ...extra }));
+    const events = compactionEventPublisherFrom(config, rt.logger);
     return async (req: CompactRequest) => {
       const outcome = await compact({ lease, store, engine, leaseTtlMs: config.leaseTtlMs, logger: rt.logger }, req);
       recordCompaction(metrics, outcome, { latencyMs: outcome.outcome === 'compressed' ? outcome.commitMs : undefined });
@@ -228,7 +229,7 @@ export function sweepDeps(rt: Runtime): Promise<SweepDeps> {
         rt.logger.warn('sweep could not clean up', {
           ...what.ref,
           ...('attempt' in what ? { attemptId: what.attempt.attemptId } : { task: what.kind, generation: what.generation }),
-          error: err instanceof Error ? err.message : String(err),
+          error: errorFields(err),
         }),
     };
   });

@@ -1,5 +1,6 @@
 // The route table: one entry per API operation. functions/openapi.json documents exactly
 // these (checked by test/unit/api/openapi.test.ts), and serverless.yml declares them.
+import { errorFields } from '../errors.js';
 import type { CompactionOrigin, CompactionOutcome, CompactRequest } from '../compaction/types.js';
 import { validateItems, describeProblem } from '../items/validate.js';
 import { decodeCursor, encodeCursor } from '../lineage/cursor.js';
@@ -267,7 +268,7 @@ async function publishTurn(ctx: RouteContext, session: SessionRecord): Promise<v
     });
   } catch (err) {
     // The append is durable; a lost after-turn event only delays compaction (the next turn retries).
-    ctx.deps.logger.warn('after-turn publish failed', { sessionId: session.sessionId, error: String(err) });
+    ctx.deps.logger.warn('after-turn publish failed', { sessionId: session.sessionId, error: errorFields(err) });
   }
 }
 

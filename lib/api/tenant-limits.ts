@@ -11,6 +11,7 @@ import { createHash } from 'node:crypto';
 import type { Redis } from 'ioredis';
 import { RateLimiterRedis, RateLimiterRes, RLWrapperTimeouts, type RateLimiterAbstract } from 'rate-limiter-flexible';
 import type { Logger } from '../logger.js';
+import { errorFields } from '../errors.js';
 import { HttpError } from './errors.js';
 
 export type LimitKind = 'request' | 'compress';
@@ -80,7 +81,7 @@ export class RedisTenantLimiter implements TenantLimiter {
       } catch (err) {
         if (err instanceof RateLimiterRes) throw rateLimited(kind, err.msBeforeNext);
         this.failedOpen++;
-        this.#log?.warn('tenant limit unavailable; request let through', { tenantId, kind, node, error: String(err) });
+        this.#log?.warn('tenant limit unavailable; request let through', { tenantId, kind, node, error: errorFields(err) });
       }
     }
   }

@@ -1,14 +1,13 @@
 // Deployed publisher: one PutEvents entry per commit on the configured bus.
+import { silentLogger, type Logger } from '../logger.js';
 import { EventBridgeClient, PutEventsCommand } from '@aws-sdk/client-eventbridge';
 import { currentTraceHeader } from '../config.js';
 import {
   checkEvent,
-  defaultEventLog,
   EVENT_DETAIL_TYPE,
   EVENT_SOURCE,
   eventIds,
   type CompactionEventPublisher,
-  type EventLog,
   type PublishResult,
   type SessionCompacted,
 } from './session-compacted.js';
@@ -19,7 +18,8 @@ export interface EventBridgePublisherOptions {
   region?: string | undefined;
   /** Upper bound on the time a commit path waits for EventBridge (default 2 s). */
   timeoutMs?: number;
-  log?: EventLog;
+  /** Where a failed publish is reported (the runtime's logger; silent when unset). */
+  logger?: Logger;
   /** X-Ray trace header to carry into the event (Lambda sets _X_AMZN_TRACE_ID). */
   traceHeader?: () => string | undefined;
 }
@@ -27,14 +27,14 @@ export interface EventBridgePublisherOptions {
 export class EventBridgeCompactionEventPublisher implements CompactionEventPublisher {
   private readonly client: EventBridgeClient;
   private readonly timeoutMs: number;
-  private readonly log: EventLog;
+  private readonly logger: Logger;
   private readonly traceHeader: () => string | undefined;
 
   constructor(private readonly opts: EventBridgePublisherOptions) {
     // Two attempts: a retry covers a dropped connection; more would hold the caller's commit path.
     this.client = opts.client ?? new EventBridgeClient({ ...(opts.region ? { region: opts.region } : {}), maxAttempts: 2 });
     this.timeoutMs = opts.timeoutMs ?? 2000;
-    this.log = opts.log ?? defaultEventLog;
+    this.logger = opts.logger ?? silentLogger;
     this.traceHeader = opts.traceHeader ?? (() => currentTraceHeader());
   }
 
@@ -85,7 +85,7 @@ export class EventBridgeCompactionEventPublisher implements CompactionEventPubli
 
   private failed(e: SessionCompacted, error: string): PublishResult {
     try {
-      this.log('SessionCompacted event not published', { ...eventIds(e), busName: this.opts.busName, error });
+      this.logger.warn('SessionCompacted event not published', { ...eventIds(e), busName: this.opts.busName, error });
     } catch {
       // A failing log sink must not turn into an exception on the commit path either.
     }

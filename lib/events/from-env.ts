@@ -3,7 +3,8 @@
 //   localEventsFile  (LOCAL_EVENTS_FILE) local stage: JSON-lines file the local stand-in appends to
 //   neither                               in-memory only (in-process tests)
 import { LocalCompactionEventPublisher } from './local-publisher.js';
-import type { CompactionEventPublisher, EventLog, PublishResult, SessionCompacted } from './session-compacted.js';
+import type { Logger } from '../logger.js';
+import type { CompactionEventPublisher, PublishResult, SessionCompacted } from './session-compacted.js';
 
 export interface EventsConfig {
   eventBusName?: string | undefined;
@@ -11,9 +12,9 @@ export interface EventsConfig {
   region?: string | undefined;
 }
 
-export function compactionEventPublisherFrom(config: EventsConfig, log?: EventLog): CompactionEventPublisher {
-  if (config.eventBusName) return new LazyEventBridgePublisher(config.eventBusName, config.region, log);
-  return new LocalCompactionEventPublisher({ file: config.localEventsFile, ...(log ? { log } : {}) });
+export function compactionEventPublisherFrom(config: EventsConfig, logger?: Logger): CompactionEventPublisher {
+  if (config.eventBusName) return new LazyEventBridgePublisher(config.eventBusName, config.region, logger);
+  return new LocalCompactionEventPublisher({ file: config.localEventsFile, ...(logger ? { logger } : {}) });
 }
 
 /** Loads the EventBridge client on first publish, so a cold start that never commits does not pay for it. */
@@ -23,13 +24,17 @@ class LazyEventBridgePublisher implements CompactionEventPublisher {
   constructor(
     private readonly busName: string,
     private readonly region: string | undefined,
-    private readonly log: EventLog | undefined,
+    private readonly logger: Logger | undefined,
   ) {}
 
   async publish(e: SessionCompacted): Promise<PublishResult> {
     this.inner ??= import('./eventbridge-publisher.js').then(
       (m) =>
-        new m.EventBridgeCompactionEventPublisher({ busName: this.busName, region: this.region, ...(this.log ? { log: this.log } : {}) }),
+        new m.EventBridgeCompactionEventPublisher({
+          busName: this.busName,
+          region: this.region,
+          ...(this.logger ? { logger: this.logger } : {}),
+        }),
     );
     try {
       return await (await this.inner).publish(e);

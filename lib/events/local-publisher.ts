@@ -2,14 +2,13 @@
 // memory and, when a file is given, appended to it as JSON lines. Under serverless-offline each
 // function bundle is its own module instance, so the file (LOCAL_EVENTS_FILE, created per
 // offline process by infra/local/offline.ts) is how e2e tests and other processes read them.
+import { silentLogger, type Logger } from '../logger.js';
 import { appendFile, readFile } from 'node:fs/promises';
 import {
   checkEvent,
-  defaultEventLog,
   eventIds,
   sessionCompactedSchema,
   type CompactionEventPublisher,
-  type EventLog,
   type PublishResult,
   type SessionCompacted,
 } from './session-compacted.js';
@@ -17,15 +16,16 @@ import {
 export interface LocalPublisherOptions {
   /** JSON-lines file to append each event to. */
   file?: string | undefined;
-  log?: EventLog;
+  /** Where a failed publish is reported (the runtime's logger; silent when unset). */
+  logger?: Logger;
 }
 
 export class LocalCompactionEventPublisher implements CompactionEventPublisher {
   private readonly kept: SessionCompacted[] = [];
-  private readonly log: EventLog;
+  private readonly logger: Logger;
 
   constructor(private readonly opts: LocalPublisherOptions = {}) {
-    this.log = opts.log ?? defaultEventLog;
+    this.logger = opts.logger ?? silentLogger;
   }
 
   async publish(e: SessionCompacted): Promise<PublishResult> {
@@ -54,7 +54,7 @@ export class LocalCompactionEventPublisher implements CompactionEventPublisher {
 
   private failed(e: SessionCompacted, error: string): PublishResult {
     try {
-      this.log('SessionCompacted event not published', { ...eventIds(e), error });
+      this.logger.warn('SessionCompacted event not published', { ...eventIds(e), error });
     } catch {
       // never into the caller
     }

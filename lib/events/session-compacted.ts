@@ -36,10 +36,6 @@ export interface CompactionEventPublisher {
   publish(e: SessionCompacted): Promise<PublishResult>;
 }
 
-export type EventLog = (message: string, extra?: Record<string, unknown>) => void;
-
-export const defaultEventLog: EventLog = (message, extra) => console.warn(JSON.stringify({ level: 'WARN', message, ...extra }));
-
 /** Schema check shared by every publisher: a malformed event is reported, not sent. */
 export function checkEvent(e: unknown): { ok: true; event: SessionCompacted } | { ok: false; error: string } {
   const r = sessionCompactedSchema.safeParse(e);

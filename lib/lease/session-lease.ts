@@ -17,6 +17,7 @@
 import { randomBytes } from 'node:crypto';
 import { ExecutionError, Lock, Redlock, ResourceLockedError, type ExecutionStats } from '@sesamecare-oss/redlock';
 import type { Redis } from 'ioredis';
+import { asError } from '../errors.js';
 import { LeaseUnavailableError, RedisVersionError } from './errors.js';
 import type { LeaseApi } from './lease-api.js';
 import { quorumSize, tallyAcquire, type NodeVote } from './quorum.js';
@@ -49,10 +50,6 @@ export function newLeaseToken(holder: string): string {
 
 function assertTtl(ttlMs: number): void {
   if (!Number.isInteger(ttlMs) || ttlMs <= 0) throw new RangeError(`lease ttlMs must be a positive integer, got ${ttlMs}`);
-}
-
-function asError(err: unknown): Error {
-  return err instanceof Error ? err : new Error(String(err));
 }
 
 /** One node's answer to `SET key token PX ttl NX GET`. */

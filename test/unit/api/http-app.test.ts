@@ -475,7 +475,7 @@ describe('HTTP API error mapping', () => {
     expect(publisher.publish).toHaveBeenCalledWith({ tenantId: 't1', sessionId: 's1', origin: 'turn', correlationId: 'req-1' });
     expect(logger.warn).toHaveBeenCalledWith(
       'after-turn publish failed',
-      expect.objectContaining({ error: expect.stringContaining('queue down') }),
+      expect.objectContaining({ error: expect.objectContaining({ message: expect.stringContaining('queue down') }) }),
     );
     const input = vi.mocked(store.appendItems).mock.calls[0]![1];
     expect(input.prepare(session).items).toEqual([item]);

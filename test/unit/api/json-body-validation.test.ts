@@ -15,7 +15,7 @@ function refusal(text: string): { field?: unknown; message: string } {
     expect(err).toBeInstanceOf(HttpError);
     const e = err as HttpError;
     expect([e.status, e.code]).toEqual([400, 'invalid_request']);
-    return { field: e.details["field"], message: e.message };
+    return { field: e.details['field'], message: e.message };
   }
   throw new Error(`accepted: ${text}`);
 }

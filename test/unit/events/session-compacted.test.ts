@@ -6,6 +6,7 @@ import { join } from 'node:path';
 import { EventBridgeClient, PutEventsCommand } from '@aws-sdk/client-eventbridge';
 import { mockClient } from 'aws-sdk-client-mock';
 import { afterEach, describe, expect, it } from 'vitest';
+import { silentLogger } from '../../../lib/logger.js';
 import { EventBridgeCompactionEventPublisher } from '../../../lib/events/eventbridge-publisher.js';
 import {
   compactionEventPublisherFrom,
@@ -39,7 +40,7 @@ function publisher(logs: unknown[][] = [], timeoutMs?: number) {
   return new EventBridgeCompactionEventPublisher({
     busName: 'agents-bus',
     client: new EventBridgeClient({ region: 'us-east-1', credentials: { accessKeyId: 'x', secretAccessKey: 'x' } }),
-    log: (...args) => logs.push(args),
+    logger: { ...silentLogger, warn: (...args) => logs.push(args) },
     traceHeader: () => 'Root=1-abc-def;Sampled=1',
     ...(timeoutMs ? { timeoutMs } : {}),
   });
@@ -79,8 +80,11 @@ describe('EventBridgeCompactionEventPublisher', () => {
     const p = new EventBridgeCompactionEventPublisher({
       busName: 'default',
       client: new EventBridgeClient({ region: 'us-east-1', credentials: { accessKeyId: 'x', secretAccessKey: 'x' } }),
-      log: () => {
-        throw new Error('log sink down');
+      logger: {
+        ...silentLogger,
+        warn: () => {
+          throw new Error('log sink down');
+        },
       },
     });
     await expect(p.publish(rotation)).resolves.toEqual({ published: false, error: 'NetworkingError: no route to host' });
@@ -137,7 +141,10 @@ describe('LocalCompactionEventPublisher', () => {
 
   it('reports an unwritable file as a result, not an exception', async () => {
     const logs: unknown[][] = [];
-    const p = new LocalCompactionEventPublisher({ file: '/nonexistent-dir/x/events.jsonl', log: (...args) => logs.push(args) });
+    const p = new LocalCompactionEventPublisher({
+      file: '/nonexistent-dir/x/events.jsonl',
+      logger: { ...silentLogger, warn: (...args) => logs.push(args) },
+    });
     const r = await p.publish(rotation);
     expect(r.published).toBe(false);
     expect(logs).toHaveLength(1);
