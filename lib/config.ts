@@ -5,6 +5,7 @@
 import * as z from 'zod/mini';
 import type { EngineConfig } from './compressors/types.js';
 import { ServiceError } from './errors.js';
+import { safeParse } from './validation.js';
 
 /**
  * Default shard counts of the two sparse, time-ordered indexes, sized by `npm run bench -- capacity`
@@ -154,7 +155,7 @@ function presentVariables(env: NodeJS.ProcessEnv): Record<string, string> {
 }
 
 function parse<T extends z.ZodMiniObject>(schema: T, env: NodeJS.ProcessEnv, what: string): z.output<T> {
-  const parsed = schema.safeParse(presentVariables(env));
+  const parsed = safeParse(schema, presentVariables(env));
   if (parsed.success) return parsed.data;
   // Values are not echoed: REDIS_URLS and OPENAI_API_KEY may carry credentials.
   const issues = parsed.error.issues.map((i) => `${i.path.join('.')} ${i.message}`).join('; ');

@@ -2,6 +2,7 @@
 import * as z from 'zod/mini';
 import type { AfterTurnEvent } from './publisher.js';
 import { InvalidAfterTurnEventError } from './errors.js';
+import { safeParse } from '../validation.js';
 
 // Same id alphabet bounds as a DynamoDB key part; a hostile body cannot build odd keys.
 const id = z.string().check(z.minLength(1), z.maxLength(256));
@@ -22,7 +23,7 @@ export function parseAfterTurnBody(body: string): AfterTurnEvent {
   } catch {
     throw new InvalidAfterTurnEventError('body is not JSON');
   }
-  const parsed = afterTurnEventSchema.safeParse(json);
+  const parsed = safeParse(afterTurnEventSchema, json);
   if (!parsed.success) {
     throw new InvalidAfterTurnEventError(parsed.error.issues.map((i) => `${i.path.join('.') || 'body'}: ${i.message}`).join('; '));
   }

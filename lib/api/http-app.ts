@@ -9,6 +9,7 @@ import { parseJsonBody } from './json-body.js';
 import { matchRoute, type RouteDeps, type RouteResult } from './routes.js';
 import { conversationIdParam, sessionIdParam } from './schemas.js';
 import type { LimitKind, TenantLimiter } from './tenant-limits.js';
+import { safeParse } from '../validation.js';
 
 export const DEFAULT_MAX_BODY_BYTES = MAX_BODY_BYTES;
 
@@ -87,7 +88,7 @@ function validateParams(params: Record<string, string>): Record<string, string> 
   for (const [name, value] of Object.entries(params)) {
     const schema = paramSchemas[name];
     if (!schema) throw new Error(`no schema for path parameter ${name}`);
-    const r = schema.safeParse(value);
+    const r = safeParse(schema, value);
     if (!r.success) throw invalidField(name, r.error.issues[0]?.message ?? 'invalid');
     out[name] = r.data;
   }

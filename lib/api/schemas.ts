@@ -3,13 +3,11 @@
 // as 400s; items are validated by their format's rules (lib/items/validate.ts), which keep
 // every field they do not define verbatim.
 import * as z from 'zod/mini';
-import en from 'zod/v4/locales/en.js';
 import { ITEM_FORMATS } from '../items/types.js';
 import { DEFAULT_PAGE_ITEMS, MAX_PAGE_ITEMS } from '../lineage/limits.js';
 import { childPath } from './json-body.js';
 import { HttpError, invalidField } from './errors.js';
-
-z.config(en());
+import { safeParse } from '../validation.js';
 
 /** Session ids in paths: what the store generates (UUIDs) and nothing that could escape a key. */
 export const SESSION_ID_PATTERN = /^[A-Za-z0-9][A-Za-z0-9_-]{0,127}$/;
@@ -105,7 +103,7 @@ export function invalidRequest(err: z.core.$ZodError, where: string): HttpError 
 
 /** An absent body means `{}`; anything sent, including a JSON `null`, must match the schema. */
 export function parseWith<T extends z.ZodMiniType>(schema: T, value: unknown, where: string): z.infer<T> {
-  const r = schema.safeParse(value === undefined ? {} : value);
+  const r = safeParse(schema, value === undefined ? {} : value);
   if (!r.success) throw invalidRequest(r.error, where);
   return r.data;
 }

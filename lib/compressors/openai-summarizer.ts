@@ -15,6 +15,7 @@ import { extractiveCompress, summaryBudget } from './extractive.js';
 import { fitSummary } from './summary-text.js';
 import { assemble, planCompaction, type TranscriptPlan } from './transcript-plan.js';
 import type { CompressionEngine, CompressOptionName, CompressOptions, CompressResult, Transcript } from './types.js';
+import { safeParse } from '../validation.js';
 
 export const DEFAULT_SUMMARIZER_TIMEOUT_MS = 30_000;
 /** Transcript sent to the model; older items beyond it are passed as an extractive digest. */
@@ -115,7 +116,7 @@ export class OpenAiSummarizer implements CompressionEngine {
       throw err;
     }
 
-    const parsed = completionSchema.safeParse(body);
+    const parsed = safeParse(completionSchema, body);
     if (!parsed.success) {
       const problem = schemaProblem(completionSchema, body);
       throw new SummarizerFailure(

@@ -2,6 +2,7 @@
 // parts of an agent platform can react (re-index the child, move a UI to the live session...).
 // Publishing happens after the commit and must never fail it: publishers report, never throw.
 import * as z from 'zod/mini';
+import { safeParse } from '../validation.js';
 
 export const EVENT_SOURCE = 'session-lineage';
 export const EVENT_DETAIL_TYPE = 'SessionCompacted';
@@ -38,7 +39,7 @@ export interface CompactionEventPublisher {
 
 /** Schema check shared by every publisher: a malformed event is reported, not sent. */
 export function checkEvent(e: unknown): { ok: true; event: SessionCompacted } | { ok: false; error: string } {
-  const r = sessionCompactedSchema.safeParse(e);
+  const r = safeParse(sessionCompactedSchema, e);
   if (r.success) return { ok: true, event: r.data };
   return {
     ok: false,

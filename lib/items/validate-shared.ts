@@ -5,6 +5,7 @@
 import * as z from 'zod/mini';
 import type { $ZodIssue } from 'zod/v4/core';
 import { isRecord } from './json.js';
+import { safeParse } from '../validation.js';
 
 /** What is wrong inside one item: `path` like `tool_calls[0].id` ('' for the item itself). */
 export interface FieldProblem {
@@ -36,7 +37,7 @@ export function joinPath(prefix: string, path: string): string {
 
 /** The first problem `schema` finds in `value`, or undefined. */
 export function schemaProblem(schema: Schema, value: unknown, prefix = ''): FieldProblem | undefined {
-  const result = schema.safeParse(value);
+  const result = safeParse(schema, value);
   if (result.success) return undefined;
   const issue = result.error.issues[0];
   if (!issue) return { path: prefix, message: 'invalid' };
