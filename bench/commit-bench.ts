@@ -10,8 +10,8 @@ import type { Item } from '../lib/items/types.js';
 import type { LeaseApi } from '../lib/lease/index.js';
 import type { DynamoLineageStore } from '../lib/lineage/dynamo/store.js';
 import type { Redis } from 'ioredis';
-import { seedConversation } from '../test/support/chaos/coordinator.js';
-import { conversation, fixedEngine, summarizeToTwo } from '../test/support/chaos/engines.js';
+import { seedConversation } from '../test/fixtures/coordinator.js';
+import { conversation, fixedEngine, summarizeToTwo } from '../test/fixtures/engines.js';
 import { overlap, RoundTrips } from '../test/support/round-trips.js';
 import { compare, timeIt, type Comparison } from './stats.js';
 

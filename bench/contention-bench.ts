@@ -6,9 +6,9 @@ import type { Redis } from 'ioredis';
 import { compactSession } from '../lib/compaction/index.js';
 import type { LeaseApi } from '../lib/lease/index.js';
 import { sessionKey } from '../lib/session-ref.js';
-import { fixedEngine, sleep } from '../test/support/chaos/engines.js';
-import { seedConversation } from '../test/support/chaos/coordinator.js';
-import { conversation } from '../test/support/chaos/engines.js';
+import { fixedEngine, sleep } from '../test/fixtures/engines.js';
+import { seedConversation } from '../test/fixtures/coordinator.js';
+import { conversation } from '../test/fixtures/engines.js';
 import type { DynamoLineageStore } from '../lib/lineage/dynamo/store.js';
 import { compare, round, summarize, timeIt, type Comparison, type Summary } from './stats.js';
 

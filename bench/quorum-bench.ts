@@ -3,10 +3,10 @@ import { randomUUID } from 'node:crypto';
 import { compactSession } from '../lib/compaction/index.js';
 import { LeaseUnavailableError, SessionLease } from '../lib/lease/index.js';
 import type { DynamoLineageStore } from '../lib/lineage/dynamo/store.js';
-import { fixedEngine } from '../test/support/chaos/engines.js';
+import { fixedEngine } from '../test/fixtures/engines.js';
 import { startOwnRedisNodes } from '../test/support/chaos/redis-nodes.js';
-import { seedConversation } from '../test/support/chaos/coordinator.js';
-import { conversation } from '../test/support/chaos/engines.js';
+import { seedConversation } from '../test/fixtures/coordinator.js';
+import { conversation } from '../test/fixtures/engines.js';
 import { round, summarize, timeIt, type Summary } from './stats.js';
 
 export interface QuorumBenchResult {

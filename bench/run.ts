@@ -7,7 +7,7 @@ import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { startLocalStack } from '../infra/local/stack.js';
 import { startRedis } from '../infra/local/processes.js';
-import { makeCoordinator } from '../test/support/chaos/coordinator.js';
+import { makeCoordinator } from '../test/fixtures/coordinator.js';
 import { benchBundles } from './bundle-bench.js';
 import { benchCapacity, type CapacityResults } from './capacity/index.js';
 import { benchClientBundle } from './client-bench.js';

@@ -3,10 +3,11 @@ import { randomUUID } from 'node:crypto';
 import { compactSession } from '../lib/compaction/index.js';
 import type { LeaseApi } from '../lib/lease/index.js';
 import type { DynamoLineageStore } from '../lib/lineage/dynamo/store.js';
-import { fixedEngine } from '../test/support/chaos/engines.js';
-import { seedConversation } from '../test/support/chaos/coordinator.js';
-import { conversation } from '../test/support/chaos/engines.js';
-import { mapLimit, round } from './stats.js';
+import { fixedEngine } from '../test/fixtures/engines.js';
+import { seedConversation } from '../test/fixtures/coordinator.js';
+import { conversation } from '../test/fixtures/engines.js';
+import { round } from './stats.js';
+import { mapLimit } from '../test/fixtures/map-limit.js';
 
 export interface ScaleRow {
   sessions: number;

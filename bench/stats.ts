@@ -70,18 +70,3 @@ export function compare(subjectSamples: readonly number[], baselineSamples: read
   const baseline = summarize(baselineSamples);
   return { subject, baseline, ratioP50: round(subject.p50 / baseline.p50, 2) };
 }
-
-/** Runs `tasks` with at most `limit` in flight. */
-export async function mapLimit<T, R>(items: readonly T[], limit: number, fn: (item: T, i: number) => Promise<R>): Promise<R[]> {
-  const out = new Array<R>(items.length);
-  let next = 0;
-  const workers = Array.from({ length: Math.min(limit, items.length) }, async () => {
-    for (;;) {
-      const i = next++;
-      if (i >= items.length) return;
-      out[i] = await fn(items[i]!, i);
-    }
-  });
-  await Promise.all(workers);
-  return out;
-}

@@ -5,7 +5,7 @@ export default defineConfig({
   // Config lives in test/; paths below are relative to the project root.
   root: fileURLToPath(new URL('..', import.meta.url)),
   test: {
-    include: ['test/unit/**/*.test.ts', 'test/integration/**/*.test.ts', 'test/e2e/**/*.test.ts'],
+    include: ['bench/**/*.test.ts', 'test/unit/**/*.test.ts', 'test/integration/**/*.test.ts', 'test/e2e/**/*.test.ts'],
     globalSetup: ['test/support/global-setup.ts'],
     pool: 'forks',
     testTimeout: 30_000,

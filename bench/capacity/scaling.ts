@@ -9,7 +9,8 @@ import { DeleteTableCommand } from '@aws-sdk/client-dynamodb';
 import { ensureTable } from '../../infra/table.js';
 import { createDynamoClient } from '../../lib/aws-clients.js';
 import { httpDeps, Runtime } from '../../lib/runtime.js';
-import { mapLimit, round } from '../stats.js';
+import { round } from '../stats.js';
+import { mapLimit } from '../../test/fixtures/map-limit.js';
 import { machineCpuSeconds, ownersOf, processCpuSeconds, profiled, type Owner } from './cpu.js';
 import { apiKeyFor, chatItems, httpAs } from './fixtures.js';
 

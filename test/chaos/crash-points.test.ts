@@ -8,9 +8,9 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { compactSession } from '../../lib/compaction/index.js';
 import { runSweep } from '../../lib/sweep/run-sweep.js';
 import { recordCounts, scaled } from '../support/chaos/counts.js';
-import { makeCoordinator, type Coordinator, seedConversation } from '../support/chaos/coordinator.js';
+import { makeCoordinator, type Coordinator, seedConversation } from '../fixtures/coordinator.js';
 import { buildCrashChild, CRASH_EXIT_CODE, crashPoints, runCrashChild } from '../support/chaos/crash-points.js';
-import { conversation, fixedEngine } from '../support/chaos/engines.js';
+import { conversation, fixedEngine } from '../fixtures/engines.js';
 import { extraChildren, itemsUnder, strayGenerations, waitLeaseFree } from '../support/chaos/invariants.js';
 
 const TTL_MS = 1500;

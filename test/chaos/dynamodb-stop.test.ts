@@ -28,8 +28,8 @@ import { compactSession, type CompactionOutcome } from '../../lib/compaction/ind
 import { sessionKey, type SessionRef } from '../../lib/session-ref.js';
 import { runSweep } from '../../lib/sweep/run-sweep.js';
 import { recordCounts } from '../support/chaos/counts.js';
-import { makeCoordinator, type Coordinator, seedConversation } from '../support/chaos/coordinator.js';
-import { conversation, fixedEngine, sleep } from '../support/chaos/engines.js';
+import { makeCoordinator, type Coordinator, seedConversation } from '../fixtures/coordinator.js';
+import { conversation, fixedEngine, sleep } from '../fixtures/engines.js';
 import { waitLeaseFree } from '../support/chaos/invariants.js';
 
 const TABLE = 'chaos-dynamodb-stop';

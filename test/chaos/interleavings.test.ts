@@ -12,8 +12,8 @@ import { SessionEndedError } from '../../lib/lineage/errors.js';
 import type { Item as Message } from '../../lib/items/types.js';
 import { sessionKey, type SessionRef } from '../../lib/session-ref.js';
 import { recordCounts, scaled } from '../support/chaos/counts.js';
-import { makeCoordinator, type Coordinator, seedConversation } from '../support/chaos/coordinator.js';
-import { conversation, fixedEngine, sleep } from '../support/chaos/engines.js';
+import { makeCoordinator, type Coordinator, seedConversation } from '../fixtures/coordinator.js';
+import { conversation, fixedEngine, sleep } from '../fixtures/engines.js';
 import { liveTip } from '../support/chaos/invariants.js';
 
 let coord: Coordinator;

@@ -8,8 +8,8 @@ import { compactSession, type CompactionOutcome } from '../../lib/compaction/ind
 import { SessionLease } from '../../lib/lease/index.js';
 import { sessionKey, type SessionRef } from '../../lib/session-ref.js';
 import { recordCounts, scaled } from '../support/chaos/counts.js';
-import { makeCoordinator, type Coordinator, seedConversation } from '../support/chaos/coordinator.js';
-import { conversation, fixedEngine, sleep } from '../support/chaos/engines.js';
+import { makeCoordinator, type Coordinator, seedConversation } from '../fixtures/coordinator.js';
+import { conversation, fixedEngine, sleep } from '../fixtures/engines.js';
 import { waitLeaseFree } from '../support/chaos/invariants.js';
 import { startOwnRedisNodes, type OwnRedisNodes } from '../support/chaos/redis-nodes.js';
 

@@ -15,7 +15,7 @@ import { sessionKey } from '../../lib/session-ref.js';
 import { runSweep } from '../../lib/sweep/run-sweep.js';
 import { recordCounts, scaled } from '../support/chaos/counts.js';
 import { seeded } from '../fixtures/transcripts/index.js';
-import { sleep } from '../support/chaos/engines.js';
+import { sleep } from '../fixtures/engines.js';
 import { startOwnStack, type OwnStack } from '../support/chaos/own-stack.js';
 import { emptyTally, markerOf, runAppender, runCompactor, stormItem, type StormHttp, type Tips } from '../support/chaos/storm-clients.js';
 import { buildLedger, scanTable, type Ledger, type ScannedItem } from '../support/chaos/storm-ledger.js';

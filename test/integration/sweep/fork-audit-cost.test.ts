@@ -9,7 +9,7 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { DynamoLineageStore } from '../../../lib/lineage/dynamo/store.js';
 import { asIs } from '../../../lib/lineage/prepare.js';
 import { runSweep } from '../../../lib/sweep/run-sweep.js';
-import { mapLimit } from '../../../bench/stats.js';
+import { mapLimit } from '../../fixtures/map-limit.js';
 import { storeOnOwnTable } from './own-table.js';
 import { transcript } from './killed-invocation.js';
 

@@ -11,7 +11,7 @@ import { attemptShardOf, SHARD_QUERY_CONCURRENCY, sessionPk } from '../../../lib
 import { DynamoLineageStore } from '../../../lib/lineage/dynamo/store.js';
 import { sessionKey, type SessionRef } from '../../../lib/session-ref.js';
 import { runSweep } from '../../../lib/sweep/run-sweep.js';
-import { mapLimit } from '../../../bench/stats.js';
+import { mapLimit } from '../../fixtures/map-limit.js';
 import { storeOnOwnTable } from './own-table.js';
 
 const SHARDS = 64;

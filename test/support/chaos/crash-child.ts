@@ -7,9 +7,9 @@ import type { Lease } from '../../../lib/lease/index.js';
 import { compactSession } from '../../../lib/compaction/index.js';
 import type { LeaseApi } from '../../../lib/lease/index.js';
 import type { LineageStore } from '../../../lib/lineage/types.js';
-import { makeCoordinator } from './coordinator.js';
+import { makeCoordinator } from '../../fixtures/coordinator.js';
 import { CRASH_EXIT_CODE, crashPoints, type CrashPoint } from './crash-points.js';
-import { fixedEngine, keepingEngine } from './engines.js';
+import { fixedEngine, keepingEngine } from '../../fixtures/engines.js';
 
 function die(point: string): never {
   // Synchronous write so the parent can see where we died even though exit skips flushing.

@@ -4,7 +4,7 @@ import type { LeaseApi } from '../../../lib/lease/index.js';
 import type { LineageStore, SessionRecord } from '../../../lib/lineage/types.js';
 import { sessionPk } from '../../../lib/lineage/dynamo/keys.js';
 import { sessionKey, type SessionRef } from '../../../lib/session-ref.js';
-import { sleep } from './engines.js';
+import { sleep } from '../../fixtures/engines.js';
 
 /** I1: number of children beyond the first (0 unless the transcript forked). */
 export async function extraChildren(store: LineageStore, ref: SessionRef): Promise<number> {

@@ -3,7 +3,7 @@
 // acknowledged, and follows a 409 session_ended to the live session it names; a compactor asks
 // for compactions in mixed modes and follows `adopted` and rotations to the tip.
 import { SUMMARY_PREFIX } from '../../../lib/items/types.js';
-import { sleep } from './engines.js';
+import { sleep } from '../../fixtures/engines.js';
 
 export interface Ack {
   marker: string;

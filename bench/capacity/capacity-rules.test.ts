@@ -1,9 +1,9 @@
 // The capacity model of bench/capacity (issue 15) applies DynamoDB's published rules: item
 // sizes, 1 KB write / 4 KB read units, transactional 2x, GSI enter / leave / move / update.
 import { describe, expect, it } from 'vitest';
-import { chargeRead, chargeWrite } from '../../../bench/capacity/capacity-rules.js';
-import { indexEntry, itemSize, numberSize } from '../../../bench/capacity/item-size.js';
-import { indexNamed, tableModel } from '../../../bench/capacity/table-model.js';
+import { chargeRead, chargeWrite } from './capacity-rules.js';
+import { indexEntry, itemSize, numberSize } from './item-size.js';
+import { indexNamed, tableModel } from './table-model.js';
 
 const model = tableModel();
 const s = (x: string) => ({ S: x });
