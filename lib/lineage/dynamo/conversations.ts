@@ -11,6 +11,7 @@ import {
   conversationKey,
   CONVERSATIONS_INDEX,
   ConversationTakenError,
+  conversationItemFor,
   listingPartition,
   toConversationRecord,
   type ConversationItem,
@@ -26,6 +27,9 @@ import type { Table, TransactItem } from './table.js';
 const MAX_ROUNDS = 8;
 /** Sessions tombstoned per transaction: two entries each, below the 100-entry limit with the CONV delete. */
 const SESSIONS_PER_TX = 49;
+/** The session is its chain's live tip: there, not ended, not rotated, not deleted. */
+const LIVE_TIP =
+  'attribute_exists(pk) AND attribute_not_exists(#endedAt) AND attribute_not_exists(#childSessionId) AND attribute_not_exists(#deletedAt)';
 
 export class Conversations {
   constructor(
@@ -35,7 +39,54 @@ export class Conversations {
 
   async get(tenantId: string, conversationId: string): Promise<ConversationRecord | null> {
     const item = await this.table.getItem<ConversationItem>(conversationKey(tenantId, conversationId));
-    return item ? toConversationRecord(item) : null;
+    return item ? toConversationRecord(item) : this.adoptLegacyChain(tenantId, conversationId);
+  }
+
+  /**
+   * K1 for chains made before conversations existed: a chain created with POST /sessions is the
+   * conversation named by its root session's id, but has no CONV record. It is written on first
+   * use, in one transaction with the conversation id on the live tip (so the tip's rotation moves
+   * the record, K2), conditioned on that tip still being live and the record still absent; a
+   * rotation or another adopter in between sends us round again. Null when the id names no such
+   * root (or its chain has no live session left).
+   */
+  private async adoptLegacyChain(tenantId: string, conversationId: string): Promise<ConversationRecord | null> {
+    const key = conversationKey(tenantId, conversationId);
+    for (let round = 0; round < MAX_ROUNDS; round++) {
+      const root = await this.table.getMeta({ tenantId, sessionId: conversationId });
+      // A root made since conversations names its own (a deleted conversation leaves it so): not legacy.
+      if (!root || root.conversationId !== undefined || root.parentSessionId !== undefined || root.deletedAt) return null;
+      const chain = await chainOf(this.table, { tenantId, sessionId: root.sessionId });
+      const tip = chain[chain.length - 1]!;
+      if (tip.deletedAt || tip.endedAt || tip.childSessionId) return null;
+      const at = this.table.isoNow();
+      const item: ConversationItem = {
+        ...conversationItemFor(root, conversationId),
+        liveSessionId: tip.sessionId,
+        sessions: chain.length,
+        updatedAt: at,
+        activeAt: at,
+      };
+      try {
+        await this.table.transact('adopt conversation', [
+          this.table.put(item, 'attribute_not_exists(pk)'),
+          this.table.metaUpdate(
+            { tenantId, sessionId: tip.sessionId },
+            {
+              update: 'SET #conversationId = :c',
+              condition: `${LIVE_TIP} AND attribute_not_exists(#conversationId)`,
+            },
+            { ':c': conversationId },
+          ),
+        ]);
+        return toConversationRecord(item);
+      } catch (err) {
+        if (!isConditionFailure(err)) throw err;
+        const now = await this.table.getItem<ConversationItem>(key);
+        if (now) return toConversationRecord(now);
+      }
+    }
+    throw new StoreRetryableError(`conversation ${conversationId}: its chain kept changing while its record was written`);
   }
 
   async ensure(input: CreateConversationInput, explicitFormat: boolean): Promise<EnsureConversationResult> {
