@@ -8,6 +8,9 @@
 // the service's own 503, so the retry pops a second item: an acknowledged append is gone (I4, A6).
 // The same 503 answered an append without an Idempotency-Key whose items landed (seen in a storm
 // with DynamoDB Local SIGSTOPped for 12 s: `unackedButStored`).
+// Issue 22, item 1: so is every other write that may land unconfirmed (session and conversation
+// create and delete): 503 `outcome_unknown`, never `unavailable`.
+import { randomUUID } from 'node:crypto';
 import type { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { afterAll, describe, expect, it } from 'vitest';
 import { fromDomainError } from '../../../lib/api/errors.js';
@@ -107,6 +110,59 @@ describe('writes DynamoDB applied without confirming them (I4, A6, F1; found by 
     const err = await store.appendItems(ref, { prepare: asIs([msg(3)]) }).catch((e: unknown) => e);
     expect(await direct.readAll(ref)).toEqual(msgs(1, 3));
     expect(fromDomainError(err)?.code).toBe('outcome_unknown');
+  });
+
+  /** A tombstone's update (a session's delete, or one session of a conversation's). */
+  const tombstones = (i: { TransactItems?: unknown[] }) =>
+    !!(i.TransactItems as { Update?: { UpdateExpression?: string } }[] | undefined)?.some((t) =>
+      t.Update?.UpdateExpression?.startsWith('SET #deletedAt'),
+    );
+  const anyTransaction = (i: { TransactItems?: unknown[] }) => i.TransactItems !== undefined;
+  const isOutcomeUnknown = (err: unknown) => {
+    expect(err).toBeInstanceOf(StoreOutcomeUnknownError);
+    expect(fromDomainError(err)).toMatchObject({ status: 503, code: 'outcome_unknown' });
+  };
+
+  it('A6 F1: DELETE /sessions/{id} whose transaction applied unconfirmed is 503 outcome_unknown, not "unavailable"', async () => {
+    const direct = makeStore();
+    const ref = await newSession(direct, msgs(1, 3));
+    const err = await makeStore(losingAnswers(tombstones))
+      .deleteSession(ref)
+      .catch((e: unknown) => e);
+    expect(await direct.getSession(ref)).toBeNull();
+    isOutcomeUnknown(err);
+  });
+
+  for (const keyed of [false, true]) {
+    it(`F1 K1: POST /sessions${keyed ? ' with an Idempotency-Key' : ''} whose transaction applied unconfirmed is 503 outcome_unknown, not "unavailable"`, async () => {
+      const ref = { tenantId: `t-${randomUUID()}`, sessionId: randomUUID() };
+      const err = await makeStore(losingAnswers(anyTransaction))
+        .createSession({ ...ref, ...(keyed ? { idempotency: { key: randomUUID(), requestHash: 'h' } } : {}) })
+        .catch((e: unknown) => e);
+      expect(await makeStore().getSession(ref)).not.toBeNull();
+      isOutcomeUnknown(err);
+    });
+  }
+
+  it('K1 F1: PUT /conversations/{id} whose create applied unconfirmed is 503 outcome_unknown, not "unavailable"', async () => {
+    const tenantId = `t-${randomUUID()}`;
+    const err = await makeStore(losingAnswers(anyTransaction))
+      .ensureConversation({ tenantId, conversationId: 'c-1' }, false)
+      .catch((e: unknown) => e);
+    expect(await makeStore().getConversation(tenantId, 'c-1')).not.toBeNull();
+    isOutcomeUnknown(err);
+  });
+
+  it('K3 F1: DELETE /conversations/{id} whose transaction applied unconfirmed is 503 outcome_unknown, not "unavailable"', async () => {
+    const direct = makeStore();
+    const tenantId = `t-${randomUUID()}`;
+    const created = await direct.ensureConversation({ tenantId, conversationId: 'c-1' }, false);
+    const err = await makeStore(losingAnswers(tombstones))
+      .deleteConversation(tenantId, 'c-1')
+      .catch((e: unknown) => e);
+    expect(await direct.getConversation(tenantId, 'c-1')).toBeNull();
+    expect(await direct.getSession({ tenantId, sessionId: created.conversation.rootSessionId })).toBeNull();
+    isOutcomeUnknown(err);
   });
 
   it('a write refused before DynamoDB saw it (connection refused) stays 503 unavailable: nothing was applied', async () => {
