@@ -181,7 +181,7 @@ describe('compactSession outcomes', () => {
     for (const mode of ['rotate', 'in_place'] as const) {
       const err = await compactSession(deps(engine), { ref, mode, origin: 'turn', holder: `fn-${mode}` }).catch((e: unknown) => e);
       expect(err).toBeInstanceOf(ChainDeletedError);
-      expect(fromDomainError(err)).toMatchObject({ status: 409, code: 'chain_deleted', extra: { liveSessionId: null } });
+      expect(fromDomainError(err)).toMatchObject({ status: 409, code: 'chain_deleted', details: { liveSessionId: null } });
       expect(await c.lease.holderOf(sessionKey(ref))).toBeNull();
     }
     expect(engine.calls).toHaveLength(0);
