@@ -21,7 +21,7 @@ export function goalsOf(r: BenchResults): GoalRow[] {
     goals.push(atMost('P1-inplace-ratio', r.commit.inPlaceVsBareTransaction.ratioP50, 1.5, 'x'));
     const rotation = r.commit.trips.find((t) => t.mode === 'rotate');
     if (rotation) {
-      goals.push(atMost('P1-rotation-dynamodb-steps', rotation.dynamoSteps, 3, 'calls'));
+      goals.push(atMost('P1-rotation-dynamodb-steps', rotation.dynamoSteps, 2, 'calls'));
       goals.push(atMost('P1-rotation-redis-rounds', rotation.redisRounds, 2, 'rounds'));
     }
     const small = r.commit.trips.find((t) => t.mode === 'in_place' && t.items === 10);

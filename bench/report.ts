@@ -78,7 +78,7 @@ export function sections(r: BenchResults): string[] {
         table(
           ['compaction', 'coordinated p50 / p99', 'bare transaction p50 / p99', 'ratio of p50s'],
           [
-            ['rotation (acquire, begin, read + ownership check, commit, release)', ...cmp(r.commit.rotationVsBareTransaction).split(' | ')],
+            ['rotation (acquire, begin ∥ read, ownership check, commit, release)', ...cmp(r.commit.rotationVsBareTransaction).split(' | ')],
             ['in place (same, archive deferred)', ...cmp(r.commit.inPlaceVsBareTransaction).split(' | ')],
           ],
         ) +
@@ -413,8 +413,8 @@ Raw numbers: \`bench/results/latest.json\` (committed; each run also leaves its 
   bare baseline **alternately in one run on the same servers** and reports p50 / p99 of each and the **ratio of p50s**.
 - Lease rows: \`SessionLease\` (one \`SET NX PX GET\` round; Redlock's token-checked Lua for refresh and release) vs a bare
   \`SET NX PX\` / \`GET\` sent to the same N nodes in parallel. The fence is not part of the lease: beginAttempt issues it.
-- Compaction rows (P1): a whole \`compactSession\` with an instant engine (acquire, the begin update that issues the fence,
-  the transcript read with the ownership check beside it, the commit transaction, release) vs one bare TransactWriteItems
+- Compaction rows (P1): a whole \`compactSession\` with an instant engine (acquire, the begin update that issues the fence
+  with the transcript read beside it, the ownership check from the fence on, the commit transaction, release) vs one bare TransactWriteItems
   of the same items the commit writes (the parent's update, the child's record or the archive task, the compacted items)
   on the same DynamoDB Local. The sequential calls are also counted on the real clients.
 - Loser row (P2): one \`compactSession\` that loses the lease race (the lease is held) vs one bare \`SET NX PX\` round on

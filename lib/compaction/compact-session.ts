@@ -3,9 +3,10 @@
 // AttemptScope, closed in `finally` whatever happens (I3).
 //
 // Round trips on a rotation's critical path (P1): one Redis round to acquire; one DynamoDB
-// update that issues the fence, records the attempt and marks "started"; the transcript read,
-// with the L6 ownership check (a token-checked extend) running beside it; the commit
-// transaction, which also marks "completed"; one Redis round to release.
+// update that issues the fence, records the attempt and marks "started", with the transcript
+// read sent beside it when the container knows the session's record (else right after it); the
+// L6 ownership check (a token-checked extend) from the fence on, beside what is left of the read;
+// the commit transaction, which also marks "completed"; one Redis round to release.
 import { DEFAULT_LEASE_TTL_MS } from '../config.js';
 import { adapterFor } from '../items/adapters.js';
 import { estimateItemTokens, loadTokenCounter } from '../items/tokens.js';
@@ -135,8 +136,9 @@ export async function compactSession(
     }
     scope.attempt = begun.attempt;
 
-    // L6: prove we still own the lease (the fence was issued after Redis said yes), beside the read (P1).
-    // The read goes out first: the extend's own client-side work then overlaps the read, not precedes it.
+    // L6: prove we still own the lease once the fence is issued (after Redis said yes), beside the
+    // read (P1). A warm store sent the read beside the begin and hands it over here; a cold one
+    // sends it now, first, so the extend's own client-side work overlaps the read, not precedes it.
     const snapshot = store.readSnapshot(ref, begun);
     const ownership = leaseApi.refresh(lease, ttlMs);
     const [owned, input] = await Promise.all([ownership, snapshot]);

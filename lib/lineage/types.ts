@@ -283,7 +283,10 @@ export interface LineageStore {
    * "compaction started". SessionEndedError when the session already has a child (C4).
    */
   beginAttempt(ref: SessionRef, input: BeginAttemptInput): Promise<BegunAttempt>;
-  /** The attempt's snapshot: active items up to its watermark (the compressor's input). */
+  /**
+   * The attempt's snapshot: active items up to its watermark (the compressor's input). A store may
+   * have sent this read beside the begin (P1); the first call for an attempt then hands it over.
+   */
   readSnapshot(ref: SessionRef, begun: BegunAttempt): Promise<Item[]>;
   /** SPEC C10: one transaction ends the parent and creates the child (with its items when they fit); carries the tail. */
   commitRotation(ref: SessionRef, begun: BegunAttempt, input: CommitInput): Promise<RotationCommitted>;

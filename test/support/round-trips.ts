@@ -1,7 +1,9 @@
 // Counts round trips, deterministically (SPEC P1-P3): a DynamoDB client middleware and a Redis
 // command hook record when each call starts and ends, as positions in one shared event order
 // (never wall time). Calls of one kind that overlap run side by side and make one step: the
-// three SETs of an acquire are one Redis round; DynamoDB calls awaited one after another are
+// three SETs of an acquire are one Redis round (a round sends one command to each node, so a
+// node's next command opens the next round, even while a straggling reply of a majority-answered
+// round is still on its way); DynamoDB calls awaited one after another are
 // that many sequential steps. Whether a Redis round ran *beside* a DynamoDB call (P1: "an
 // ownership check may run beside a DynamoDB call, not after it") is an overlap check.
 import type { DynamoDBClient } from '@aws-sdk/client-dynamodb';
@@ -19,7 +21,7 @@ export interface Call {
 export interface Phases {
   /** DynamoDB calls one after another (overlapping ones count once). */
   dynamoSteps: number;
-  /** Redis rounds (overlapping commands, e.g. one per node, count once). */
+  /** Redis rounds (one command per node each, sent side by side, count once). */
   redisRounds: number;
   /** Each kind's steps in order, for assertions and failure messages. */
   dynamo: Call[][];
@@ -110,6 +112,17 @@ export function groups(calls: readonly Call[]): Call[][] {
   return out;
 }
 
+/** Redis rounds in start order: one command per node each; a node seen again starts the next round. */
+export function roundsPerNode(calls: readonly Call[]): Call[][] {
+  const out: Call[][] = [];
+  for (const c of [...calls].sort((a, b) => a.start - b.start)) {
+    const round = out.at(-1);
+    if (!round || round.some((x) => x.node === c.node)) out.push([c]);
+    else round.push(c);
+  }
+  return out;
+}
+
 /** Two calls (or groups) were in flight at the same time. */
 export function overlap(a: readonly Call[], b: readonly Call[]): boolean {
   const span = (g: readonly Call[]) =>
@@ -121,7 +134,7 @@ export function overlap(a: readonly Call[], b: readonly Call[]): boolean {
 
 export function phasesOf(calls: readonly Call[]): Phases {
   const dynamo = groups(calls.filter((c) => c.kind === 'dynamodb'));
-  const redis = groups(calls.filter((c) => c.kind === 'redis'));
+  const redis = roundsPerNode(calls.filter((c) => c.kind === 'redis'));
   return {
     dynamoSteps: dynamo.length,
     redisRounds: redis.length,

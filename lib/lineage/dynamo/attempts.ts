@@ -59,6 +59,11 @@ function mayTakeOver(old: MetaItem, leaseExpiresAt: number, now: number): boolea
   return recorded < now || recorded < leaseExpiresAt;
 }
 
+/** A cached record a begin can read beside: versioned (records from before versioning are not) and live. */
+function liveVersioned(meta: MetaItem | undefined): MetaItem | undefined {
+  return meta && meta.version > 0 && !meta.endedAt && !meta.childSessionId && !meta.deletedAt ? meta : undefined;
+}
+
 /** A begin whose own earlier try is on the record: the attempt as that try recorded it. */
 function ownBeginOf(meta: MetaItem, attemptId: string): BegunAttempt | undefined {
   if (meta.attempt?.attemptId !== attemptId) return undefined;
@@ -67,6 +72,9 @@ function ownBeginOf(meta: MetaItem, attemptId: string): BegunAttempt | undefined
 }
 
 export class Attempts {
+  /** Snapshot reads sent beside a begin (P1), each handed to the first snapshot() of its attempt. */
+  private readonly readBeside = new WeakMap<BegunAttempt, Promise<Item[]>>();
+
   constructor(private readonly table: Table) {}
 
   async begin(ref: SessionRef, input: BeginAttemptInput): Promise<BegunAttempt> {
@@ -78,6 +86,12 @@ export class Attempts {
       leaseExpiresAt: input.leaseExpiresAt,
       pendingChildId: randomUUID(),
     };
+    // P1: a container that knows the record sends the snapshot read beside the begin, for the
+    // items that record holds. The begin's old image decides whether the read is the snapshot.
+    const known = liveVersioned(this.table.records.get(pk));
+    const early = known && this.table.readItems(pk, known.generation, 1, known.lastSeq);
+    // A read the begin proves useless (or a begin that fails) must not surface as an unhandled rejection.
+    early?.catch(() => undefined);
     for (let seeded = false; ; seeded = true) {
       try {
         const out = await this.table.update(
@@ -112,7 +126,20 @@ export class Attempts {
         const fence = (old.fenceCounter ?? 0) + 1;
         const attempt: AttemptRecord = { ...stored, fence, watermark: old.lastSeq };
         const after: MetaItem = { ...old, fence, fenceCounter: fence, attempt, attemptWatermark: old.lastSeq, version: old.version + 1 };
-        return { attempt, session: toSessionRecord(after), version: after.version, ...(old.attempt ? { replaced: old.attempt } : {}) };
+        const begun: BegunAttempt = {
+          attempt,
+          session: toSessionRecord(after),
+          version: after.version,
+          ...(old.attempt ? { replaced: old.attempt } : {}),
+        };
+        // The record our update replaced is the one the read was sent for (every write moves the
+        // version): nothing changed its items between the cache and the fence, so the read holds
+        // exactly items 1..watermark of this generation. What lands after the fence cannot make
+        // it wrong: an append is past the watermark (the commit's tail, I4), a pop of an item in
+        // it marks the attempt stale (A6), another holder's begin or commit moves the fence (L6).
+        // Any other version: the container's record was stale, and snapshot() reads afresh.
+        if (early && old.version === known.version) this.readBeside.set(begun, early);
+        return begun;
       } catch (err) {
         if (err instanceof StoreRetryableError && mayHaveApplied(err.cause)) return await this.verifyBegin(ref, stored.attemptId, err);
         if (!isConditionFailure(err)) throw err;
@@ -163,6 +190,11 @@ export class Attempts {
   }
 
   async snapshot(ref: SessionRef, begun: BegunAttempt): Promise<Item[]> {
+    const early = this.readBeside.get(begun);
+    if (early) {
+      this.readBeside.delete(begun);
+      return early;
+    }
     return this.table.readItems(sessionPk(ref), begun.session.generation, 1, begun.attempt.watermark);
   }
 
