@@ -11,14 +11,12 @@ import type { SessionRef } from '../../session-ref.js';
 import { withDefaults, type MetaItem, type StoredMeta } from './items.js';
 import { isConditionFailure } from './retry.js';
 import { oldImageOf, type Table } from './table.js';
+import { EXISTS, NO_FOREIGN_TURN } from './conditions.js';
 
 /** Lost rounds before an append takes the turn (a few: most appends never need it). */
 export const TURN_AFTER_LOSSES = 3;
 /** How long a turn holds other appends back at most; the holder's append lifts it in one round trip. */
 export const TURN_MS = 500;
-
-/** Appends (with `:turnId` = ours, or a value no turn has) land only when no one else holds the turn. */
-export const NO_FOREIGN_TURN = '(attribute_not_exists(#turn) OR #turn.#until < :now OR #turn.#id = :turnId)';
 
 /** Milliseconds until someone else's turn on this record lifts (0: none, or it is ours). */
 export function foreignTurnWait(meta: MetaItem, turnId: string | undefined, now: number): number {
@@ -41,7 +39,7 @@ export async function claimTurn(table: Table, ref: SessionRef, turnId: string): 
     const out = await table.update(
       'take append turn',
       ref,
-      { update: 'SET #turn = :turn', condition: `attribute_exists(pk) AND ${NO_FOREIGN_TURN}` },
+      { update: 'SET #turn = :turn', condition: `${EXISTS} AND ${NO_FOREIGN_TURN}` },
       { ':turn': { id: turnId, until: now + TURN_MS }, ':now': now, ':turnId': turnId },
       'ALL_NEW',
     );

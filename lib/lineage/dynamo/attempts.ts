@@ -30,28 +30,12 @@ import {
 import { assertLive } from './links.js';
 import { isConditionFailure, mayHaveApplied } from './retry.js';
 import { forEachShard, oldImageOf, type Key, type Table } from './table.js';
+import { FENCE_COUNTER_OK, LIVE, TAKEOVER } from './conditions.js';
 
 /** Attempt attributes a commit, abandon or cleanup removes. */
 export const ATTEMPT_ATTRS = '#attempt, #attemptShard, #leaseExpiresAt, #attemptWatermark, #seal';
 /** How long after an in-place commit the sweep takes over archiving if the committer's background run did not finish. */
 const ARCHIVE_GRACE_MS = 120_000;
-
-/** The fence counter is usable: present and at or above the generation (or a fresh record). */
-const FENCE_COUNTER_OK =
-  '((attribute_exists(#fenceCounter) AND #fenceCounter >= #generation) OR attribute_not_exists(#generation) OR ' +
-  '(attribute_not_exists(#fenceCounter) AND #generation = :zero))';
-
-/**
- * Finding 2 (issue 22): the recorded attempt may be replaced when its lease ended before ours.
- * Redis leases of one session do not overlap (L1, L2), so a caller granted the lease after the
- * recorded holder's lease ended has a later expiry, while a late begin of an earlier holder (it
- * was paused between its acquire and its begin) has an earlier one and is refused: it cannot take
- * over a live successor. A begin that landed unconfirmed therefore blocks compaction only until
- * the next caller is granted the lease (at once when the refused request released it, at most one
- * lease TTL when that release was lost), not until the recorded attempt's lease runs out.
- * Safety never rests on this clause: the new fence refuses the replaced holder's commit (L6, I1).
- */
-const TAKEOVER = '(attribute_not_exists(#attempt) OR #leaseExpiresAt < :now OR #leaseExpiresAt < :exp)';
 
 /** The same rule in TypeScript, for the answer to a refused begin. */
 function mayTakeOver(old: MetaItem, leaseExpiresAt: number, now: number): boolean {
@@ -105,9 +89,7 @@ export class Attempts {
             // A recorded attempt is replaced only when its lease ended before ours: it expired (a crashed or
             // paused holder), or ours was granted after it (its holder died or was refused after its begin
             // landed, finding 2). See TAKEOVER. The fence keeps the replaced holder from committing (L6).
-            condition:
-              'attribute_exists(pk) AND attribute_not_exists(#endedAt) AND attribute_not_exists(#childSessionId) AND ' +
-              `attribute_not_exists(#deletedAt) AND ${TAKEOVER} AND ${FENCE_COUNTER_OK}`,
+            condition: `${LIVE} AND ${TAKEOVER} AND ${FENCE_COUNTER_OK}`,
           },
           {
             ':zero': 0,

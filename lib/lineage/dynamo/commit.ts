@@ -33,9 +33,9 @@ import { ATTEMPT_ATTRS, type Attempts } from './attempts.js';
 import { tipMoveEntry } from './conversation-items.js';
 import { metaKey, rotationShardOf, sessionPk } from './keys.js';
 import { liveTipOf } from './links.js';
-import { versionCondition } from './sessions.js';
 import { isConditionFailure } from './retry.js';
 import { conditionFailedAt, itemOf, oldImageOf, TRANSACTION_ENTRIES, withoutUndefined, type Table, type TransactItem } from './table.js';
+import { commitCondition, EXISTS, OUR_ATTEMPT } from './conditions.js';
 
 /** Rounds before a commit gives up as retryable; the seal makes the third one final in practice. */
 const MAX_COMMIT_ROUNDS = 6;
@@ -125,7 +125,7 @@ export class Commits {
           entries.push(
             this.table.metaUpdate(
               { tenantId: ref.tenantId, sessionId: rootId },
-              { update: 'SET #tipSessionId = :child', condition: 'attribute_exists(pk)' },
+              { update: 'SET #tipSessionId = :child', condition: EXISTS },
               { ':child': childRef.sessionId },
             ),
           );
@@ -327,7 +327,7 @@ export class Commits {
       const out = await this.table.update(
         'seal for commit',
         ref,
-        { update: 'SET #seal = :seal', condition: '#attempt.#attemptId = :aid AND #fence = :fence' },
+        { update: 'SET #seal = :seal', condition: OUR_ATTEMPT },
         {
           ':seal': { attemptId: attempt.attemptId, until: this.table.now() + SEAL_MS },
           ':aid': attempt.attemptId,
@@ -359,15 +359,6 @@ export class Commits {
       this.table.warn(`cleanup after a failed commit on ${ref.sessionId} failed: ${String(err)}`);
     }
   }
-}
-
-/** C10/C11/L6/A6: live, no child, not deleted, our fence, our attempt, not stale, version unchanged. */
-function commitCondition(meta: MetaItem): string {
-  return (
-    'attribute_exists(pk) AND attribute_not_exists(#endedAt) AND attribute_not_exists(#childSessionId) AND ' +
-    'attribute_not_exists(#deletedAt) AND #fence = :fence AND #attempt.#attemptId = :aid AND ' +
-    `attribute_not_exists(#attempt.#stale) AND ${versionCondition(meta)}`
-  );
 }
 
 function commitValues(meta: MetaItem, attempt: AttemptRecord): Record<string, unknown> {

@@ -14,6 +14,7 @@ import { LineageError } from '../errors.js';
 import type { ConversationRecord, ConversationScope } from '../types.js';
 import { metadataOf, type MetaItem } from './items.js';
 import type { Key, Table, TransactItem } from './table.js';
+import { TIP_IS_PARENT } from './conditions.js';
 
 export const CONV_SK = 'CONV';
 export const CONVERSATIONS_INDEX = 'conversationsByActivity';
@@ -106,7 +107,7 @@ export function tipMoveEntry(table: Table, parent: MetaItem, childSessionId: str
       TableName: table.name,
       Key: conversationKey(parent.tenantId, parent.conversationId),
       UpdateExpression: 'SET #live = :child, #updatedAt = :at, #activeAt = :at ADD #sessions :one',
-      ConditionExpression: '#live = :parent',
+      ConditionExpression: TIP_IS_PARENT,
       ExpressionAttributeNames: { '#live': 'liveSessionId', '#updatedAt': 'updatedAt', '#activeAt': 'activeAt', '#sessions': 'sessions' },
       ExpressionAttributeValues: { ':child': childSessionId, ':parent': parent.sessionId, ':at': at, ':one': 1 },
     },

@@ -22,14 +22,12 @@ import { chainOf } from './links.js';
 import { isConditionFailure } from './retry.js';
 import { tombstoneEntries, type Sessions } from './sessions.js';
 import type { Table, TransactItem } from './table.js';
+import { EXISTS, LIVE } from './conditions.js';
 
 /** Rounds a create or delete goes again after losing a race (a delete between reads, a rotation). */
 const MAX_ROUNDS = 8;
 /** Sessions tombstoned per transaction: two entries each, below the 100-entry limit with the CONV delete. */
 const SESSIONS_PER_TX = 49;
-/** The session is its chain's live tip: there, not ended, not rotated, not deleted. */
-const LIVE_TIP =
-  'attribute_exists(pk) AND attribute_not_exists(#endedAt) AND attribute_not_exists(#childSessionId) AND attribute_not_exists(#deletedAt)';
 
 export class Conversations {
   constructor(
@@ -74,7 +72,7 @@ export class Conversations {
             { tenantId, sessionId: tip.sessionId },
             {
               update: 'SET #conversationId = :c',
-              condition: `${LIVE_TIP} AND attribute_not_exists(#conversationId)`,
+              condition: `${LIVE} AND attribute_not_exists(#conversationId)`,
             },
             { ':c': conversationId },
           ),
@@ -166,7 +164,7 @@ export class Conversations {
             TableName: this.table.name,
             Key: conversationKey(tenantId, conversationId),
             ...expression(
-              { update: 'SET #metadataJson = :m, #updatedAt = :at, #activeAt = :at', condition: 'attribute_exists(pk)' },
+              { update: 'SET #metadataJson = :m, #updatedAt = :at, #activeAt = :at', condition: EXISTS },
               { ':m': JSON.stringify(metadata), ':at': at },
             ),
             ReturnValues: 'ALL_NEW',
@@ -188,7 +186,7 @@ export class Conversations {
         new UpdateCommand({
           TableName: this.table.name,
           Key: conversationKey(tenantId, conversationId),
-          ...expression({ update: 'SET #activeAt = :at', condition: 'attribute_exists(pk) AND #activeAt < :at' }, { ':at': at }),
+          ...expression({ update: 'SET #activeAt = :at', condition: `${EXISTS} AND #activeAt < :at` }, { ':at': at }),
         }),
       );
     } catch (err) {
@@ -228,7 +226,7 @@ export class Conversations {
           Delete: {
             TableName: this.table.name,
             Key: key,
-            ...expression({ condition: 'attribute_exists(pk) AND #liveSessionId = :live' }, { ':live': conv.liveSessionId }),
+            ...expression({ condition: `${EXISTS} AND #liveSessionId = :live` }, { ':live': conv.liveSessionId }),
           },
         },
         ...newest.flatMap((m) => tombstoneEntries(this.table, m)),

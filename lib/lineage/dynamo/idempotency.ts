@@ -17,9 +17,6 @@ export interface IdempotencyRecord {
   createdAt: string;
 }
 
-/** Put-if-absent, or over a record whose retention has passed (TTL deletion lags behind). */
-export const IDEMPOTENCY_CONDITION = 'attribute_not_exists(pk) OR #expiresAt < :nowSec';
-
 export function idempotencyRecord(
   key: Key,
   input: IdempotencyInput,

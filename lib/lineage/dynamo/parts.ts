@@ -1,6 +1,7 @@
 // Chunks written ahead of an append's commit (an append beyond one transaction, rows.ts), and
 // the task that removes them when no commit references them (SPEC A7, S2).
 import { DeleteCommand } from '@aws-sdk/lib-dynamodb';
+import { EXISTS } from './conditions.js';
 import { partsTaskSk } from './keys.js';
 import { isConditionFailure } from './retry.js';
 import { PART_PREFIX } from './rows.js';
@@ -15,9 +16,7 @@ import type { Table } from './table.js';
 export async function runPartsTask(table: Table, pk: string, scope: string): Promise<number> {
   try {
     await table.send('end chunk task', () =>
-      table.doc.send(
-        new DeleteCommand({ TableName: table.name, Key: { pk, sk: partsTaskSk(scope) }, ConditionExpression: 'attribute_exists(pk)' }),
-      ),
+      table.doc.send(new DeleteCommand({ TableName: table.name, Key: { pk, sk: partsTaskSk(scope) }, ConditionExpression: EXISTS })),
     );
   } catch (err) {
     if (isConditionFailure(err)) return 0;

@@ -28,13 +28,13 @@ import type {
   SessionRecord,
   StoredResponse,
 } from '../types.js';
-import { IDEMPOTENCY_CONDITION, idempotencyRecord, liveRecord, replay, type IdempotencyRecord } from './idempotency.js';
+import { idempotencyRecord, liveRecord, replay, type IdempotencyRecord } from './idempotency.js';
 import { rowLimit, toSessionRecord, type MetaItem } from './items.js';
 import { appendIdempotencyKey, attemptShardOf, createIdempotencyKey, metaKey, partsTaskSk, sessionPk, taskSk } from './keys.js';
 import { runPartsTask } from './parts.js';
 import { encodeItems, packRows, rowItems, type Encoded, type RowRef } from './rows.js';
 import { updateExpression } from './expression.js';
-import { claimTurn, foreignTurnWait, holdsTurn, NO_FOREIGN_TURN, TURN_AFTER_LOSSES } from './append-turn.js';
+import { claimTurn, foreignTurnWait, holdsTurn, TURN_AFTER_LOSSES } from './append-turn.js';
 import { assertLive } from './links.js';
 import { conversationIdempotencyKey, conversationItemFor, ConversationTakenError } from './conversation-items.js';
 import { backoffDelay, sleep } from './retry.js';
@@ -49,6 +49,7 @@ import {
   type Table,
   type TransactItem,
 } from './table.js';
+import { EXISTS, IDEMPOTENCY_CONDITION, LIVE, NO_FOREIGN_TURN, NOT_DELETED, UNSEALED, versionCondition } from './conditions.js';
 
 /** Version races a pop retries before giving up as retryable (each retry is one round trip). */
 const MAX_WRITE_ROUNDS = 40;
@@ -73,15 +74,6 @@ function fitsOneTransaction(table: Table, rows: { heads: unknown[]; parts: unkno
 
 /** An append that meets an attempt's seal polls this often until it lifts (it lasts milliseconds). */
 const SEAL_POLL_MS = 15;
-
-/** Optimistic concurrency on the session record; records written before versioning have none. */
-export function versionCondition(meta: MetaItem): string {
-  return meta.version === 0 ? 'attribute_not_exists(#version)' : '#version = :v';
-}
-
-/** Writes that must not land while an attempt's seal is up (commit.ts). */
-const UNSEALED = '(attribute_not_exists(#seal) OR #seal.#until < :now)';
-const WRITABLE = 'attribute_exists(pk) AND attribute_not_exists(#endedAt) AND attribute_not_exists(#deletedAt)';
 
 export class Sessions {
   constructor(
@@ -251,7 +243,7 @@ export class Sessions {
           ref,
           {
             update: `SET #lastSeq = :last ADD #messageCount :n, #tokenEstimate :tok, #rows :rows, #version :one${mine ? ' REMOVE #turn' : ''}`,
-            condition: `${WRITABLE} AND ${UNSEALED} AND ${NO_FOREIGN_TURN} AND ${versionCondition(meta)}`,
+            condition: `${LIVE} AND ${UNSEALED} AND ${NO_FOREIGN_TURN} AND ${versionCondition(meta)}`,
           },
           {
             ':last': after.lastSeq,
@@ -353,7 +345,7 @@ export class Sessions {
 
   /** The commit removes the task, and lands only while it exists: chunks the sweep removed are never referenced. */
   private partsTaskCheck(pk: string, w: string): TransactItem {
-    return { Delete: { TableName: this.table.name, Key: { pk, sk: partsTaskSk(w) }, ConditionExpression: 'attribute_exists(pk)' } };
+    return { Delete: { TableName: this.table.name, Key: { pk, sk: partsTaskSk(w) }, ConditionExpression: EXISTS } };
   }
 
   private async dropParts(pk: string, w: string): Promise<void> {
@@ -419,7 +411,7 @@ export class Sessions {
               update: `ADD #messageCount :minus, #tokenEstimate :tok, #version :one${rowsGone ? ', #rows :rowsGone' : ''}${stale ? ' SET #attempt.#stale = :true' : ''}`,
               // Marking needs the attempt still there: ending one (Attempts.clear) does not move the
               // version, and SET on a removed map's member is refused outright (a 500, not a retry).
-              condition: `${WRITABLE} AND ${UNSEALED} AND ${versionCondition(meta)}${stale ? ' AND #attempt.#attemptId = :aid' : ''}`,
+              condition: `${LIVE} AND ${UNSEALED} AND ${versionCondition(meta)}${stale ? ' AND #attempt.#attemptId = :aid' : ''}`,
             },
             {
               ':minus': -1,
@@ -466,7 +458,7 @@ export class Sessions {
       ];
     }
     return [
-      { Delete: { TableName: this.table.name, Key: head, ConditionExpression: 'attribute_exists(pk)' } },
+      { Delete: { TableName: this.table.name, Key: head, ConditionExpression: EXISTS } },
       ...row.partKeys.map((Key) => ({ Delete: { TableName: this.table.name, Key: { pk: row.pk, sk: Key } } })),
       ...(row.w ? [this.table.put(this.partsTask(row.pk, `${row.w}#${String(row.h ?? 0).padStart(4, '0')}`, this.table.now()))] : []),
     ];
@@ -488,7 +480,7 @@ export class Sessions {
     await this.table.updateIf(
       'touch activity',
       ref,
-      { update: 'SET #lastActivity = :mark', condition: 'attribute_exists(pk)' },
+      { update: 'SET #lastActivity = :mark', condition: EXISTS },
       { ':mark': { label, at: this.table.isoNow() } },
     );
   }
@@ -508,7 +500,7 @@ export function tombstoneEntries(table: Table, meta: MetaItem): TransactItem[] {
         update:
           'SET #deletedAt = :at ADD #version :one ' +
           'REMOVE #metadataJson, #metadata, #attempt, #attemptShard, #leaseExpiresAt, #attemptWatermark, #seal, #turn',
-        condition: 'attribute_exists(pk) AND attribute_not_exists(#deletedAt)',
+        condition: NOT_DELETED,
       },
       { ':at': table.isoNow(), ':one': 1 },
     ),

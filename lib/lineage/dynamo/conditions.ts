@@ -1,0 +1,62 @@
+// The catalog of the store's DynamoDB conditions (issue 25): each written once, named after what
+// it guarantees, with the SPEC rule it enforces. Writes compose them; none spells them out again.
+// (`#name` placeholders become attribute names in expression.ts; `:values` come with each write.)
+import type { MetaItem } from './items.js';
+
+/** The item exists (an update never creates a record by accident). */
+export const EXISTS = 'attribute_exists(pk)';
+
+/**
+ * The session is its chain's live tip: there, not ended, not rotated, not deleted. Appends, pops,
+ * begins and commits all require it (F1 409 on an ended session, C4, K3).
+ */
+export const LIVE = `${EXISTS} AND attribute_not_exists(#endedAt) AND attribute_not_exists(#childSessionId) AND attribute_not_exists(#deletedAt)`;
+
+/** The session exists and is not deleted (ended sessions keep their activity marks). */
+export const NOT_DELETED = `${EXISTS} AND attribute_not_exists(#deletedAt)`;
+
+/** Optimistic concurrency on the record (A4, A6, C10): records written before versioning have none. `:v` = the version read. */
+export function versionCondition(meta: MetaItem): string {
+  return meta.version === 0 ? 'attribute_not_exists(#version)' : '#version = :v';
+}
+
+/** No attempt's final commit round holds the seal (or it lapsed): writes wait for that round, so it commits (commit.ts). `:now`. */
+export const UNSEALED = '(attribute_not_exists(#seal) OR #seal.#until < :now)';
+
+/** A4 fairness: no other append holds the session's turn (append-turn.ts), or it lapsed. `:now`, `:turnId` = ours. */
+export const NO_FOREIGN_TURN = '(attribute_not_exists(#turn) OR #turn.#until < :now OR #turn.#id = :turnId)';
+
+/** The fence counter is usable: present and at or above the generation (or a fresh record), L6. */
+export const FENCE_COUNTER_OK =
+  '((attribute_exists(#fenceCounter) AND #fenceCounter >= #generation) OR attribute_not_exists(#generation) OR ' +
+  '(attribute_not_exists(#fenceCounter) AND #generation = :zero))';
+
+/**
+ * Finding 2 (issue 22): the recorded attempt may be replaced when its lease ended before ours.
+ * Redis leases of one session do not overlap (L1, L2), so a caller granted the lease after the
+ * recorded holder's lease ended has a later expiry, while a late begin of an earlier holder (it
+ * was paused between its acquire and its begin) has an earlier one and is refused: it cannot take
+ * over a live successor. A begin that landed unconfirmed therefore blocks compaction only until
+ * the next caller is granted the lease (at once when the refused request released it, at most one
+ * lease TTL when that release was lost), not until the recorded attempt's lease runs out.
+ * Safety never rests on this clause: the new fence refuses the replaced holder's commit (L6, I1).
+ * `:now`, `:exp` = our lease's expiry.
+ */
+export const TAKEOVER = '(attribute_not_exists(#attempt) OR #leaseExpiresAt < :now OR #leaseExpiresAt < :exp)';
+
+/** The attempt is still ours under the newest fence (L6): `:aid`, `:fence`. */
+export const OUR_ATTEMPT = '#fence = :fence AND #attempt.#attemptId = :aid';
+
+/**
+ * C10/C11/L6/A6, every commit round: live, our fence and attempt, no item of the snapshot popped
+ * since (the stale mark a pop sets), and the record unchanged since it was read.
+ */
+export function commitCondition(meta: MetaItem): string {
+  return `${LIVE} AND ${OUR_ATTEMPT} AND attribute_not_exists(#attempt.#stale) AND ${versionCondition(meta)}`;
+}
+
+/** A3: put an Idempotency-Key record if absent, or over one whose retention passed (TTL deletion lags). `:nowSec`. */
+export const IDEMPOTENCY_CONDITION = 'attribute_not_exists(pk) OR #expiresAt < :nowSec';
+
+/** K2: the conversation's record still names the parent as its live tip (the rotation moves it). `:parent`. */
+export const TIP_IS_PARENT = '#live = :parent';
