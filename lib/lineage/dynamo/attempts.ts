@@ -28,7 +28,7 @@ import {
   taskSk,
 } from './keys.js';
 import { assertLive } from './links.js';
-import { isConditionFailure, mayHaveApplied } from './retry.js';
+import { isConditionFailure, mayHaveApplied, rounds } from './retry.js';
 import { forEachShard, oldImageOf, type Key, type Table } from './table.js';
 import { FENCE_COUNTER_OK, LIVE, TAKEOVER } from './conditions.js';
 
@@ -76,7 +76,9 @@ export class Attempts {
     const early = known && this.table.readItems(pk, known.generation, 1, known.lastSeq);
     // A read the begin proves useless (or a begin that fails) must not surface as an unhandled rejection.
     early?.catch(() => undefined);
-    for (let seeded = false; ; seeded = true) {
+    // Two rounds at most: the second only after seeding the fence counter of a record from before it.
+    for (const round of rounds({ max: 2 })) {
+      const seeded = round > 0;
       try {
         const out = await this.table.update(
           'begin attempt',
@@ -135,6 +137,7 @@ export class Attempts {
         await this.seedFenceCounter(ref);
       }
     }
+    throw new StoreRetryableError(`begin attempt on ${ref.sessionId}: the record kept changing`);
   }
 
   /**

@@ -33,7 +33,7 @@ import { ATTEMPT_ATTRS, type Attempts } from './attempts.js';
 import { tipMoveEntry } from './conversation-items.js';
 import { metaKey, rotationShardOf, sessionPk } from './keys.js';
 import { liveTipOf } from './links.js';
-import { isConditionFailure } from './retry.js';
+import { isConditionFailure, rounds } from './retry.js';
 import { conditionFailedAt, itemOf, oldImageOf, TRANSACTION_ENTRIES, withoutUndefined, type Table, type TransactItem } from './table.js';
 import { commitCondition, EXISTS, OUR_ATTEMPT } from './conditions.js';
 
@@ -248,7 +248,7 @@ export class Commits {
     // The compacted items never change between rounds; only the tail after them does.
     const head = encodeItems(input.compacted, input.tokenEstimates);
     try {
-      for (let round = 0; round < MAX_COMMIT_ROUNDS; round++) {
+      for (const round of rounds({ max: MAX_COMMIT_ROUNDS })) {
         const at = this.table.isoNow();
         const encoded = [...head, ...tail.map((t) => ({ body: t.body, bytes: Buffer.byteLength(t.body, 'utf8'), tokens: t.tokens }))];
         const rows = rowItems(s.targetPk, s.targetGeneration, 1, packRows(encoded));

@@ -19,7 +19,7 @@ import {
 import { expression } from './expression.js';
 import type { MetaItem } from './items.js';
 import { chainOf } from './links.js';
-import { isConditionFailure } from './retry.js';
+import { isConditionFailure, rounds } from './retry.js';
 import { tombstoneEntries, type Sessions } from './sessions.js';
 import type { Table, TransactItem } from './table.js';
 import { EXISTS, LIVE } from './conditions.js';
@@ -50,7 +50,7 @@ export class Conversations {
    */
   private async adoptLegacyChain(tenantId: string, conversationId: string): Promise<ConversationRecord | null> {
     const key = conversationKey(tenantId, conversationId);
-    for (let round = 0; round < MAX_ROUNDS; round++) {
+    for (const _round of rounds({ max: MAX_ROUNDS })) {
       const root = await this.table.getMeta({ tenantId, sessionId: conversationId });
       // A root made since conversations names its own (a deleted conversation leaves it so): not legacy.
       if (!root || root.conversationId !== undefined || root.parentSessionId !== undefined || root.deletedAt) return null;
@@ -95,7 +95,7 @@ export class Conversations {
       }
       return { created: false, conversation: found };
     };
-    for (let round = 0; round < MAX_ROUNDS; round++) {
+    for (const _round of rounds({ max: MAX_ROUNDS })) {
       const found = await this.get(tenantId, conversationId);
       if (found) return existing(found);
       try {
@@ -204,7 +204,7 @@ export class Conversations {
    */
   async delete(tenantId: string, conversationId: string): Promise<MetaItem[]> {
     const key = conversationKey(tenantId, conversationId);
-    for (let round = 0; round < MAX_ROUNDS; round++) {
+    for (const _round of rounds({ max: MAX_ROUNDS })) {
       const conv = await this.table.getItem<ConversationItem>(key);
       if (!conv) throw new ConversationNotFoundError(conversationId);
       let chain: MetaItem[];

@@ -59,11 +59,24 @@ export function mayHaveApplied(err: unknown): boolean {
   return !(refused && (e.$metadata?.attempts ?? 1) <= 1);
 }
 
-export function backoffDelay(attempt: number, opts: RetryOptions, random: () => number = Math.random): number {
+/** A backoff's shape: full jitter up to min(max, base * 2^attempt). */
+export type Backoff = Pick<RetryOptions, 'baseDelayMs' | 'maxDelayMs'>;
+
+export function backoffDelay(attempt: number, opts: Backoff, random: () => number = Math.random): number {
   return Math.floor(random() * Math.min(opts.maxDelayMs, opts.baseDelayMs * 2 ** attempt));
 }
 
 export const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
+
+/**
+ * The rounds of a conditional write that can lose races: the one bounded loop of the store's
+ * writes (append, pop, begin, commit, conversations). Yields 0, 1, 2... while fewer than `max`
+ * rounds have run, or until the deadline `until` (on `now`) passes; the code after the loop
+ * answers that the session kept changing (StoreRetryableError, "nothing applied").
+ */
+export function* rounds(bound: { max: number } | { until: number; now: () => number }): Generator<number> {
+  for (let round = 0; 'max' in bound ? round < bound.max : bound.now() < bound.until; round++) yield round;
+}
 
 export async function withRetry<T>(what: string, op: () => Promise<T>, opts: RetryOptions = DEFAULT_RETRY): Promise<T> {
   let last: unknown;

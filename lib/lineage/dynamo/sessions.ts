@@ -37,7 +37,7 @@ import { updateExpression } from './expression.js';
 import { claimTurn, foreignTurnWait, holdsTurn, TURN_AFTER_LOSSES } from './append-turn.js';
 import { assertLive } from './links.js';
 import { conversationIdempotencyKey, conversationItemFor, ConversationTakenError } from './conversation-items.js';
-import { backoffDelay, sleep } from './retry.js';
+import { backoffDelay, rounds, sleep } from './retry.js';
 import {
   conditionFailedAt,
   itemOf,
@@ -182,7 +182,7 @@ export class Sessions {
     let turnId: string | undefined;
     // Waits scale with how long a write takes now, so a crowd of appends does not flood the record.
     const pace = { writeMs: 10 };
-    for (let round = 0; this.table.now() < deadline; round++) {
+    for (const round of rounds({ until: deadline, now: this.table.now })) {
       try {
         const now = this.table.now();
         if (lost >= TURN_AFTER_LOSSES && meta && !holdsTurn(meta, turnId, now) && foreignTurnWait(meta, turnId, now) === 0) {
@@ -289,7 +289,7 @@ export class Sessions {
         pace.writeMs = Math.max(1, this.table.now() - sent);
         // Holding the turn, go again at once: no other append can land until we do.
         if (!(meta && holdsTurn(meta, turnId, this.table.now()))) {
-          await sleep(backoffDelay(Math.min(round, 4), { baseDelayMs: pace.writeMs, maxDelayMs: 20 * pace.writeMs, maxAttempts: 1 }));
+          await sleep(backoffDelay(Math.min(round, 4), { baseDelayMs: pace.writeMs, maxDelayMs: 20 * pace.writeMs }));
         }
       }
     }
@@ -388,7 +388,7 @@ export class Sessions {
   async popLast(ref: SessionRef): Promise<PopResult> {
     const pk = sessionPk(ref);
     let meta = await this.table.getMeta(ref);
-    for (let round = 0; round < MAX_WRITE_ROUNDS; round++) {
+    for (const round of rounds({ max: MAX_WRITE_ROUNDS })) {
       meta = await this.writableMeta(ref, meta);
       const [last] = (await this.table.queryRange(pk, meta.generation, 1, meta.lastSeq, { limit: 1, newestFirst: true })).items;
       if (!last) return { session: toSessionRecord(meta), removed: null };
@@ -432,7 +432,7 @@ export class Sessions {
         if (conditionFailedAt(err, 0)) meta = oldImageOf(err, 0);
         else if (conditionFailedAt(err, 1)) meta = await this.table.getMeta(ref);
         else throw err;
-        await sleep(backoffDelay(Math.min(round, 3), { baseDelayMs: 5, maxDelayMs: 100, maxAttempts: 1 }));
+        await sleep(backoffDelay(Math.min(round, 3), { baseDelayMs: 5, maxDelayMs: 100 }));
       }
     }
     throw new StoreRetryableError(`pop on ${ref.sessionId}: the session kept changing`);
