@@ -125,7 +125,7 @@ export class Runtime implements HandlerTelemetry {
           rotationShards: config.rotationShards,
           idempotencyTtlSeconds: config.idempotencyTtlSeconds,
           archiveRetentionSeconds: config.archiveRetentionSeconds,
-          onWarning: (warning) => this.logger.warn(warning),
+          logger: this.logger,
         });
         lease = new SessionLease({ clients: redis });
       } catch (err) {

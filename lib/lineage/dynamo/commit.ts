@@ -356,7 +356,7 @@ export class Commits {
       }
     } catch (err) {
       // The sweep removes what is left (S1/S2); the caller gets the original error.
-      this.table.warn(`cleanup after a failed commit on ${ref.sessionId} failed: ${String(err)}`);
+      this.table.warn('cleanup after a failed commit failed; the sweep will', err, { sessionId: ref.sessionId });
     }
   }
 }

@@ -190,7 +190,7 @@ export class Conversations {
         }),
       );
     } catch (err) {
-      if (!isConditionFailure(err)) this.table.warn(`activity mark of conversation ${conversationId} failed: ${String(err)}`);
+      if (!isConditionFailure(err)) this.table.warn('conversation activity mark failed', err, { conversationId });
     }
   }
 

@@ -350,7 +350,7 @@ export class Sessions {
 
   private async dropParts(pk: string, w: string): Promise<void> {
     await runPartsTask(this.table, pk, w).catch((err: unknown) =>
-      this.table.warn(`removing unused chunks ${w} failed; the sweep will: ${String(err)}`),
+      this.table.warn('removing unused chunks failed; the sweep will', err, { pk, writeId: w }),
     );
   }
 

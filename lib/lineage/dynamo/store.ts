@@ -134,7 +134,10 @@ export class DynamoLineageStore implements LineageStore {
     if (begun.replaced) {
       const replaced = begun.replaced;
       await this.attempts.removeLeftovers(ref, replaced).catch((err: unknown) => {
-        this.table.warn(`cleanup of replaced attempt ${replaced.attemptId} on ${ref.sessionId} failed: ${String(err)}`);
+        this.table.warn('cleanup of a replaced attempt failed; the sweep will', err, {
+          sessionId: ref.sessionId,
+          attemptId: replaced.attemptId,
+        });
       });
     }
     return begun;
@@ -212,6 +215,6 @@ export class DynamoLineageStore implements LineageStore {
 
   /** Work after the answer: never awaited, never thrown; the sweep guarantees it happens. */
   private background(work: Promise<unknown>, what: string): void {
-    work.catch((err: unknown) => this.table.warn(`${what} failed; the sweep will retry: ${String(err)}`));
+    work.catch((err: unknown) => this.table.warn(`${what} failed; the sweep will retry`, err));
   }
 }

@@ -25,6 +25,8 @@ import { DEFAULT_ATTEMPT_SHARDS, DEFAULT_ROTATION_SHARDS, metaKey, SHARD_QUERY_C
 import { RecordCache } from './record-cache.js';
 import { headOfPart, isHeadSk, itemRange, itemsOfRow, remotePartPrefix, type RawRow, type StoredItem } from './rows.js';
 import { cancellationCodes, DEFAULT_RETRY, isConditionFailure, mayHaveApplied, withRetry, type RetryOptions } from './retry.js';
+import { errorFields } from '../../errors.js';
+import { silentLogger, type Logger } from '../../logger.js';
 
 export type TransactItem = NonNullable<TransactWriteCommandInput['TransactItems']>[number];
 export type Key = { pk: string; sk: string };
@@ -51,8 +53,8 @@ export interface TableOptions {
   /** Bounds of the container's record cache (P5; record-cache.ts). */
   recordCacheEntries?: number;
   recordCacheAgeMs?: number;
-  /** Problems that do not change an outcome (a background archive failed, cleanup left work for the sweep). */
-  onWarning?: (warning: string) => void;
+  /** Where background failures the caller cannot see are reported (the runtime's logger; silent when unset). */
+  logger?: Logger;
 }
 
 export class Table {
@@ -62,7 +64,7 @@ export class Table {
   readonly retry: RetryOptions;
   readonly attemptShards: number;
   readonly rotationShards: number;
-  readonly warn: (w: string) => void;
+  private readonly logger: Logger;
   readonly transactionBytes: number;
   /** The records this container has seen (P5): every META read or old image refreshes it. */
   readonly records: RecordCache;
@@ -77,13 +79,18 @@ export class Table {
     this.retry = { ...DEFAULT_RETRY, ...opts.retry };
     this.attemptShards = opts.attemptShards ?? DEFAULT_ATTEMPT_SHARDS;
     this.rotationShards = opts.rotationShards ?? DEFAULT_ROTATION_SHARDS;
-    this.warn = opts.onWarning ?? (() => undefined);
+    this.logger = opts.logger ?? silentLogger;
     this.transactionBytes = opts.transactionBytes ?? TRANSACTION_BYTES;
     this.records = new RecordCache(this.now, opts.recordCacheEntries, opts.recordCacheAgeMs);
   }
 
   send<T>(what: string, op: () => Promise<T>): Promise<T> {
     return withRetry(what, op, this.retry);
+  }
+
+  /** A failure off the answer's path (cleanup, marks): logged with its cause, never thrown. */
+  warn(message: string, err: unknown, fields: Record<string, unknown> = {}): void {
+    this.logger.warn(message, { ...fields, error: errorFields(err) });
   }
 
   isoNow(): string {
