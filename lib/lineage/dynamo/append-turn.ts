@@ -8,7 +8,7 @@
 // wins. Its own transaction removes the turn; a holder that crashed loses it after TURN_MS.
 // Appends that meet someone else's turn wait it out, as they wait out an attempt's seal.
 import type { SessionRef } from '../../session-ref.js';
-import { withDefaults, type MetaItem, type StoredMeta } from './items.js';
+import { withDefaults, type MetaItem, type StoredMeta } from './meta-row.js';
 import { isConditionFailure } from './retry.js';
 import { oldImageOf, type Table } from './table.js';
 import { EXISTS, NO_FOREIGN_TURN } from './conditions.js';

@@ -11,7 +11,7 @@ import type { Item } from '../../items/types.js';
 import type { SessionRef } from '../../session-ref.js';
 import { AttemptInFlightError, StoreOutcomeUnknownError, StoreRetryableError } from '../errors.js';
 import type { AttemptRecord, BeginAttemptInput, BegunAttempt, ExpiredAttempt, StoreTask, SweepPage } from '../types.js';
-import { toSessionRecord, withDefaults, type MetaItem, type StoredAttempt, type StoredMeta } from './items.js';
+import { toSessionRecord, withDefaults, type MetaItem, type StoredAttempt, type StoredMeta } from './meta-row.js';
 import { runPartsTask } from './parts.js';
 import { isHeadSk, PART_PREFIX, remotePartPrefix, type RawRow } from './rows.js';
 import {

@@ -26,11 +26,11 @@ import {
   StaleSnapshotError,
   StoreRetryableError,
 } from '../errors.js';
-import { toSessionRecord, withDefaults, type MetaItem, type StoredMeta } from './items.js';
+import { toSessionRecord, withDefaults, type MetaItem, type StoredMeta } from './meta-row.js';
 import { encodeItems, packRows, rowItems, type StoredItem } from './rows.js';
 import type { AttemptRecord, BegunAttempt, CommitInput, InPlaceCommitted, RotationCommitted } from '../types.js';
 import { ATTEMPT_ATTRS, type Attempts } from './attempts.js';
-import { tipMoveEntry } from './conversation-items.js';
+import { tipMoveEntry } from './conversation-row.js';
 import { metaKey, rotationShardOf, sessionPk } from './keys.js';
 import { liveTipOf } from './links.js';
 import { isConditionFailure, rounds } from './retry.js';

@@ -1,7 +1,7 @@
 // The catalog of the store's DynamoDB conditions (issue 25): each written once, named after what
 // it guarantees, with the SPEC rule it enforces. Writes compose them; none spells them out again.
 // (`#name` placeholders become attribute names in expression.ts; `:values` come with each write.)
-import type { MetaItem } from './items.js';
+import type { MetaItem } from './meta-row.js';
 
 /** The item exists (an update never creates a record by accident). */
 export const EXISTS = 'attribute_exists(pk)';

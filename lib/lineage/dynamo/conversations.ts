@@ -1,5 +1,5 @@
 // Conversations (SPEC K1-K3): one CONV record per tenant + id naming the chain's root and its live
-// tip (conversation-items.ts). Creation writes the root session and the record in one
+// tip (conversation-row.ts). Creation writes the root session and the record in one
 // transaction (sessions.ts), the rotation commit moves the tip (commit.ts), and a delete removes
 // the record together with the live session's tombstone, so a conversation is whole or gone.
 import { randomUUID } from 'node:crypto';
@@ -15,9 +15,9 @@ import {
   listingPartition,
   toConversationRecord,
   type ConversationItem,
-} from './conversation-items.js';
+} from './conversation-row.js';
 import { expression } from './expression.js';
-import type { MetaItem } from './items.js';
+import type { MetaItem } from './meta-row.js';
 import { chainOf } from './links.js';
 import { isConditionFailure, rounds } from './retry.js';
 import { tombstoneEntries, type Sessions } from './sessions.js';

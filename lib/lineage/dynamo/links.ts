@@ -8,7 +8,7 @@
 import type { SessionRef } from '../../session-ref.js';
 import { LineageTooDeepError, SessionEndedError, SessionNotFoundError } from '../errors.js';
 import { MAX_TIP_HOPS } from '../limits.js';
-import type { MetaItem } from './items.js';
+import type { MetaItem } from './meta-row.js';
 import { CHILDREN_INDEX } from './keys.js';
 import type { Key, Table } from './table.js';
 

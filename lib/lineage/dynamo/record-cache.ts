@@ -2,7 +2,7 @@
 // transaction conditioned on it (the version), so a stale entry costs one failed condition, whose
 // answer carries the current record: it can never place an item wrongly. Bounded by size (least
 // recently used goes first) and age, so a container holds little and never trusts old news long.
-import type { MetaItem } from './items.js';
+import type { MetaItem } from './meta-row.js';
 
 export const RECORD_CACHE_ENTRIES = 2_000;
 export const RECORD_CACHE_AGE_MS = 60_000;

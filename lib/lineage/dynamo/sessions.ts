@@ -29,14 +29,14 @@ import type {
   StoredResponse,
 } from '../types.js';
 import { idempotencyRecord, liveRecord, replay, type IdempotencyRecord } from './idempotency.js';
-import { rowLimit, toSessionRecord, type MetaItem } from './items.js';
+import { rowLimit, toSessionRecord, type MetaItem } from './meta-row.js';
 import { appendIdempotencyKey, attemptShardOf, createIdempotencyKey, metaKey, partsTaskSk, sessionPk, taskSk } from './keys.js';
 import { runPartsTask } from './parts.js';
 import { encodeItems, packRows, rowItems, type Encoded, type RowRef } from './rows.js';
 import { updateExpression } from './expression.js';
 import { claimTurn, foreignTurnWait, holdsTurn, TURN_AFTER_LOSSES } from './append-turn.js';
 import { assertLive } from './links.js';
-import { conversationIdempotencyKey, conversationItemFor, ConversationTakenError } from './conversation-items.js';
+import { conversationIdempotencyKey, conversationItemFor, ConversationTakenError } from './conversation-row.js';
 import { backoffDelay, rounds, sleep } from './retry.js';
 import {
   conditionFailedAt,

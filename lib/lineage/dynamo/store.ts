@@ -38,7 +38,7 @@ import { Attempts } from './attempts.js';
 import { Commits } from './commit.js';
 import { Conversations } from './conversations.js';
 import { Forks } from './forks.js';
-import { toSessionRecord } from './items.js';
+import { toSessionRecord } from './meta-row.js';
 import { metaKey, sessionPk } from './keys.js';
 import { chainOf, childKeysOf, liveTip } from './links.js';
 import { Sessions } from './sessions.js';

@@ -20,7 +20,7 @@ import { SessionNotFoundError, StoreOutcomeUnknownError, StoreRetryableError } f
 import { deleteAll, inPages, putAll } from './batch-writes.js';
 import { expression, updateExpression, type ExpressionParts } from './expression.js';
 import type { Item } from '../../items/types.js';
-import { withDefaults, type MetaItem, type StoredMeta } from './items.js';
+import { withDefaults, type MetaItem, type StoredMeta } from './meta-row.js';
 import { DEFAULT_ATTEMPT_SHARDS, DEFAULT_ROTATION_SHARDS, metaKey, SHARD_QUERY_CONCURRENCY } from './keys.js';
 import { RecordCache } from './record-cache.js';
 import { headOfPart, isHeadSk, itemRange, itemsOfRow, remotePartPrefix, type RawRow, type StoredItem } from './rows.js';

@@ -4,7 +4,7 @@
 import { randomUUID } from 'node:crypto';
 import { DeleteCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import { afterAll, describe, expect, it } from 'vitest';
-import { conversationKey } from '../../../lib/lineage/dynamo/conversation-items.js';
+import { conversationKey } from '../../../lib/lineage/dynamo/conversation-row.js';
 import { sessionPk } from '../../../lib/lineage/dynamo/keys.js';
 import type { SessionRef } from '../../../lib/session-ref.js';
 import { append, begin, commitInput, doc, dynamoClient, makeStore, msgs, tableName } from './support.js';

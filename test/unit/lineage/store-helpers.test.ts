@@ -4,7 +4,7 @@ import { decodeCursor, encodeCursor, InvalidCursorError } from '../../../lib/lin
 import { ItemTooLargeError, StoreRetryableError } from '../../../lib/lineage/errors.js';
 import { inPages, MAX_UNPROCESSED_ROUNDS } from '../../../lib/lineage/dynamo/batch-writes.js';
 import { expression } from '../../../lib/lineage/dynamo/expression.js';
-import { withDefaults, type StoredMeta } from '../../../lib/lineage/dynamo/items.js';
+import { withDefaults, type StoredMeta } from '../../../lib/lineage/dynamo/meta-row.js';
 import { chunk, encodeItems, itemsOfRow, packRows, ROW_BYTES, rowBytes, rowItems } from '../../../lib/lineage/dynamo/rows.js';
 import { attemptShardOf, messageSk, parseTaskSk, refOfPk, sessionPk, taskSk } from '../../../lib/lineage/dynamo/keys.js';
 import { backoffDelay, DEFAULT_RETRY, isContention, isExhaustedTransient, withRetry } from '../../../lib/lineage/dynamo/retry.js';

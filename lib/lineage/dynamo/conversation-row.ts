@@ -12,7 +12,7 @@ import { createHash } from 'node:crypto';
 import type { ItemFormat } from '../../items/types.js';
 import { LineageError } from '../errors.js';
 import type { ConversationRecord, ConversationScope } from '../types.js';
-import { metadataOf, type MetaItem } from './items.js';
+import { metadataOf, type MetaItem } from './meta-row.js';
 import type { Key, Table, TransactItem } from './table.js';
 import { TIP_IS_PARENT } from './conditions.js';
 

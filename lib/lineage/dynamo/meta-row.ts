@@ -1,4 +1,4 @@
-// Item shapes stored in the table and their conversion to the store's records.
+// The session record row (META) as stored in the table, and its conversion to the store's SessionRecord.
 import type { ItemFormat } from '../../items/types.js';
 import type { ActivityMark, AttemptRecord, EndReason, SessionRecord } from '../types.js';
 
