@@ -17,8 +17,7 @@ import type { ApiDeps } from './api/http-app.js';
 import { createDynamoClient, createRedisClients, createSqsClient, createSsmClient, ssmSecretReader, waitForRedis } from './aws-clients.js';
 import { compact } from './compaction/compact.js';
 import { compactionEventPublisherFrom } from './events/from-env.js';
-import { sessionCompactedEvent } from './events/session-compacted.js';
-import { createServiceMetrics, recordCompaction } from './telemetry/compaction-metrics.js';
+import { createServiceMetrics } from './telemetry/compaction-metrics.js';
 import type { CompactionOutcome, CompactRequest } from './compaction/types.js';
 import { engineFromConfig } from './compressors/index.js';
 import { RedisTenantLimiter } from './api/tenant-limits.js';
@@ -145,24 +144,20 @@ export class Runtime implements HandlerTelemetry {
   }
 }
 
-/**
- * One compaction attempt with the runtime's lease, store and engine (SPEC C1-C13); http and
- * afterTurn. Every attempt is counted in EMF metrics; every commit publishes SessionCompacted
- * (after the lease is released; a publisher never throws into the answer).
- */
+/** One compaction attempt with the runtime's lease, store, engine, metrics and events (compaction/compact.ts); http and afterTurn. */
 export function compaction(rt: Runtime): Promise<(req: CompactRequest) => Promise<CompactionOutcome>> {
   return rt.once('compaction', async () => {
     const { config, lease, store } = await rt.core();
-    const engine = engineFromConfig(await resolveEngine(config, rt.secrets()));
-    const metrics = createServiceMetrics(config);
-    const events = compactionEventPublisherFrom(config, rt.logger);
-    return async (req: CompactRequest) => {
-      const outcome = await compact({ lease, store, engine, leaseTtlMs: config.leaseTtlMs, logger: rt.logger }, req);
-      recordCompaction(metrics, outcome, { latencyMs: outcome.outcome === 'compressed' ? outcome.commitMs : undefined });
-      if (outcome.outcome === 'compressed')
-        await events.publish(sessionCompactedEvent(req.ref.tenantId, outcome, new Date(), req.correlationId));
-      return outcome;
+    const deps = {
+      lease,
+      store,
+      engine: engineFromConfig(await resolveEngine(config, rt.secrets())),
+      leaseTtlMs: config.leaseTtlMs,
+      logger: rt.logger,
+      metrics: createServiceMetrics(config),
+      events: compactionEventPublisherFrom(config, rt.logger),
     };
+    return (req: CompactRequest) => compact(deps, req);
   });
 }
 

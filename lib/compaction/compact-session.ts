@@ -134,7 +134,7 @@ export async function compactSession(
       if (err instanceof AttemptInFlightError) return skipped('locked', ref.sessionId, undefined, err.holder);
       throw err;
     }
-    scope.attempt = begun.attempt;
+    scope.began(begun.attempt);
 
     // L6: prove we still own the lease once the fence is issued (after Redis said yes), beside the
     // read (P1). A warm store sent the read beside the begin and hands it over here; a cold one
@@ -161,7 +161,7 @@ export async function compactSession(
       keepLast: req.keepLast,
       targetTokens: req.targetTokens,
       focus: req.focus,
-      signal: AbortSignal.any([scope.refresher!.signal, fence.signal]),
+      signal: AbortSignal.any([scope.leaseSignal, fence.signal]),
       deadline: remaining ? now() + remaining() - marginMs : undefined,
     });
     // The engine gets its own copy, so an engine that edits in place cannot fake "unchanged".
@@ -170,7 +170,7 @@ export async function compactSession(
     for (const w of result.warnings ?? []) warn(w);
 
     if (fence.cancelled) return cancelled(input);
-    if (scope.refresher!.signal.aborted) return skipped('lease_lost', ref.sessionId, input);
+    if (scope.leaseSignal.aborted) return skipped('lease_lost', ref.sessionId, input);
     if (result.aborted) {
       warn(`engine ${engine.name} aborted the compaction; nothing was written`);
       return noop('aborted', input);
@@ -191,8 +191,7 @@ export async function compactSession(
     }
     if (!fence.enterCommit()) return cancelled(input);
     try {
-      await scope.quiet();
-      scope.commitStarted = true;
+      await scope.enterCommit();
       return await commit(begun, anchored, adapter);
     } finally {
       fence.finishCommit();
@@ -202,7 +201,7 @@ export async function compactSession(
   /** L5 refresher (its refreshes keep the attempt record's expiry in step) and the C5 heartbeat. */
   function startKeepAlive(begun: BegunAttempt, initial: Promise<boolean>): void {
     let recorded = begun.attempt.leaseExpiresAt;
-    scope.refresher = (deps.createRefresher ?? ((o) => new LeaseRefresher(o)))({
+    const refresher = (deps.createRefresher ?? ((o) => new LeaseRefresher(o)))({
       refresh: async () => {
         const r = await leaseApi.refresh(lease, ttlMs);
         // The sweep (S1) must never take a live, refreshed attempt for an abandoned one.
@@ -221,9 +220,7 @@ export async function compactSession(
       ...(deps.refreshIntervalMs !== undefined ? { intervalMs: deps.refreshIntervalMs } : {}),
       onGiveUp: (reason) => log.warn('lease refresher gave up; the attempt will not commit', { reason }),
     });
-    scope.refresher.start();
-    scope.heartbeat = new ActivityHeartbeat((label) => store.touchActivity(ref, label), deps.heartbeatIntervalMs);
-    scope.heartbeat.start();
+    scope.keepAlive(refresher, new ActivityHeartbeat((label) => store.touchActivity(ref, label), deps.heartbeatIntervalMs));
   }
 
   async function commit(begun: BegunAttempt, compacted: Item[], adapter: ReturnType<typeof adapterFor>): Promise<CompactionOutcome> {
@@ -236,7 +233,7 @@ export async function compactSession(
     try {
       if (req.mode === 'rotate') {
         const r = await store.commitRotation(ref, begun, input);
-        scope.committed = true;
+        scope.markCommitted();
         const commitMs = now() - started;
         return {
           outcome: 'compressed',
@@ -250,7 +247,7 @@ export async function compactSession(
         };
       }
       const r = await store.commitInPlace(ref, begun, input);
-      scope.committed = true;
+      scope.markCommitted();
       return {
         outcome: 'compressed',
         mode: 'in_place',

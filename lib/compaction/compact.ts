@@ -1,14 +1,32 @@
-// compactSession plus what follows it off the answer's path: the work a commit deferred
-// (archiving the replaced generation, P3) starts in the background. It is never awaited and
-// never thrown: when a frozen or recycled Lambda container drops it, the sweep does it (S1).
+// The one entry point of a compaction (issue 25): compactSession (SPEC C1-C13) plus everything
+// that follows one attempt, so an attempt is one function and the runtime only wires:
+// - the EMF metrics of every attempt, whatever its outcome;
+// - after a commit, the work it deferred (archiving the replaced generation, P3), started in the
+//   background: never awaited and never thrown; when a frozen or recycled Lambda container drops
+//   it, the sweep does it (S1);
+// - after a commit, the SessionCompacted event, once the lease is released (a publisher never
+//   throws into the answer).
+import type { Metrics } from '@aws-lambda-powertools/metrics';
 import { errorFields } from '../errors.js';
+import { sessionCompactedEvent, type CompactionEventPublisher } from '../events/session-compacted.js';
 import { silentLogger } from '../logger.js';
+import { recordCompaction } from '../telemetry/compaction-metrics.js';
 import { compactSession } from './compact-session.js';
 import type { CompactionDeps, CompactionOutcome, CompactRequest } from './types.js';
 
-export async function compact(deps: CompactionDeps, req: CompactRequest): Promise<CompactionOutcome> {
+export interface CompactionFollowUps {
+  /** EMF metrics (telemetry/compaction-metrics.ts); none when unset. */
+  metrics?: Metrics;
+  /** Where SessionCompacted goes; none when unset. */
+  events?: CompactionEventPublisher;
+  now?: () => Date;
+}
+
+export async function compact(deps: CompactionDeps & CompactionFollowUps, req: CompactRequest): Promise<CompactionOutcome> {
   const outcome = await compactSession(deps, req);
-  if (outcome.outcome === 'compressed' && outcome.deferred) {
+  if (deps.metrics) recordCompaction(deps.metrics, outcome, { latencyMs: outcome.outcome === 'compressed' ? outcome.commitMs : undefined });
+  if (outcome.outcome !== 'compressed') return outcome;
+  if (outcome.deferred) {
     const task = outcome.deferred;
     deps.store.runTask(task).catch((err: unknown) => {
       (deps.logger ?? silentLogger).warn('deferred archive failed; the sweep will run it', {
@@ -16,6 +34,9 @@ export async function compact(deps: CompactionDeps, req: CompactRequest): Promis
         error: errorFields(err),
       });
     });
+  }
+  if (deps.events) {
+    await deps.events.publish(sessionCompactedEvent(req.ref.tenantId, outcome, (deps.now ?? (() => new Date()))(), req.correlationId));
   }
   return outcome;
 }
