@@ -33,15 +33,21 @@ async function rotate(ref: SessionRef): Promise<string> {
   return r.child.sessionId;
 }
 
+/** A root with items rotated once to a child, then stripped to the old shape. */
+async function legacyChainOfTwo(): Promise<{ tenantId: string; root: SessionRef; child: string }> {
+  const tenantId = `t-${randomUUID().slice(0, 8)}`;
+  const s = await store.createSession({ tenantId, format: 'chat' });
+  if (s.replayed) throw new Error('replay');
+  const root = { tenantId, sessionId: s.session.sessionId };
+  await append(store, root, msgs(1, 4));
+  const child = await rotate(root);
+  await asLegacy(tenantId, root.sessionId, [root.sessionId, child]);
+  return { tenantId, root, child };
+}
+
 describe('chains from before conversations (K1, K2)', () => {
   it('K1: a legacy chain is the conversation named by its root: found on first use, at its live tip, once', async () => {
-    const tenantId = `t-${randomUUID().slice(0, 8)}`;
-    const s = await store.createSession({ tenantId, format: 'chat' });
-    if (s.replayed) throw new Error('replay');
-    const root = { tenantId, sessionId: s.session.sessionId };
-    await append(store, root, msgs(1, 4));
-    const child = await rotate(root);
-    await asLegacy(tenantId, root.sessionId, [root.sessionId, child]);
+    const { tenantId, root, child } = await legacyChainOfTwo();
 
     // Concurrent first uses write one record, naming the live tip and the chain's length.
     const seen = await Promise.all(Array.from({ length: 4 }, () => store.getConversation(tenantId, root.sessionId)));
@@ -55,13 +61,7 @@ describe('chains from before conversations (K1, K2)', () => {
   });
 
   it('K1: only a root names a legacy conversation; a child id, an unknown id and a deleted chain stay unknown', async () => {
-    const tenantId = `t-${randomUUID().slice(0, 8)}`;
-    const s = await store.createSession({ tenantId, format: 'chat' });
-    if (s.replayed) throw new Error('replay');
-    const root = { tenantId, sessionId: s.session.sessionId };
-    await append(store, root, msgs(1, 2));
-    const child = await rotate(root);
-    await asLegacy(tenantId, root.sessionId, [root.sessionId, child]);
+    const { tenantId, root, child } = await legacyChainOfTwo();
     expect(await store.getConversation(tenantId, child)).toBeNull();
     expect(await store.getConversation(tenantId, 'no-such-id')).toBeNull();
     await store.deleteSession({ tenantId, sessionId: child });
