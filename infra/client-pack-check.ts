@@ -93,6 +93,7 @@ import { LineageSession, type LineageSessionEvent } from '@session-lineage/clien
 export function sessionFor(baseUrl: string, apiKey: string, onEvent: (e: LineageSessionEvent) => void): Session {
   const session: OpenAIResponsesCompactionAwareSession = new LineageSession({
     client: new LineageClient({ baseUrl, apiKey }),
+    sessionId: 'user_123',
     source: 'pack-check',
     compaction: { mode: 'rotate' },
     onEvent,
@@ -105,15 +106,17 @@ export function sessionFor(baseUrl: string, apiKey: string, onEvent: (e: Lineage
 const CALL_MJS = `import { LineageClient } from '@session-lineage/client';
 import { LineageSession } from '@session-lineage/client/agents';
 const client = new LineageClient({ baseUrl: process.env.LINEAGE_BASE_URL, apiKey: process.env.LINEAGE_API_KEY });
-const session = new LineageSession({ client, source: 'pack-check' });
+const session = new LineageSession({ client, sessionId: 'pack-check_user@1', source: 'pack-check' });
 await session.addItems([{ type: 'message', role: 'user', content: [{ type: 'input_text', text: 'packed hello' }] }]);
 const items = await session.getItems();
 const id = await session.getSessionId();
-const stored = await client.getSession(id);
+const stored = await client.getConversation(id);
 let refused = '';
 try { await session.addItems([{ type: 'message', role: 'user', content: 'x', providerData: { bytes: new Uint8Array([1]) } }]); }
 catch (err) { refused = err.name; }
-console.log(JSON.stringify({ items, format: stored.format, messageCount: stored.messageCount, refused }));
+let badId = '';
+try { new LineageSession({ client, sessionId: 'not an id' }); } catch (err) { badId = err.name; }
+console.log(JSON.stringify({ id, items, format: stored.format, messageCount: stored.messageCount, refused, badId }));
 `;
 
 let stack: LocalStack | undefined;
@@ -166,11 +169,19 @@ try {
   ddb.destroy();
   writeFileSync(join(app, 'call.mjs'), CALL_MJS);
   const out = await sh(process.execPath, ['call.mjs'], app, { ...process.env, LINEAGE_BASE_URL: offline.baseUrl, LINEAGE_API_KEY: key });
-  const r = JSON.parse(out) as { items: unknown[]; format: string; messageCount: number; refused: string };
+  const r = JSON.parse(out) as { id: string; items: unknown[]; format: string; messageCount: number; refused: string; badId: string };
   const want = JSON.stringify([{ type: 'message', role: 'user', content: [{ type: 'input_text', text: 'packed hello' }] }]);
-  if (JSON.stringify(r.items) !== want || r.format !== 'responses' || r.messageCount !== 1 || r.refused !== 'UnsupportedValueError')
-    throw new Error(`the packed client under plain node answered ${out}`);
-  log(`plain node: appended and read back 1 item on a "responses" session at ${offline.baseUrl}; binary refused`);
+  const ok =
+    r.id === 'pack-check_user@1' &&
+    JSON.stringify(r.items) === want &&
+    r.format === 'responses' &&
+    r.messageCount === 1 &&
+    r.refused === 'UnsupportedValueError' &&
+    r.badId === 'TypeError';
+  if (!ok) throw new Error(`the packed client under plain node answered ${out}`);
+  log(
+    `plain node: appended and read back 1 item on the "responses" conversation ${r.id} at ${offline.baseUrl}; binary and a bad id refused`,
+  );
   log('passed');
 } catch (err) {
   console.error(`client:pack-check FAILED: ${err instanceof Error ? err.message : String(err)}`);

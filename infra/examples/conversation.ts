@@ -1,11 +1,15 @@
 // The example conversation: six agent turns through @openai/agents-core's Runner, history kept
-// by the service through LineageSession, a rotation in the middle, then the lineage chain and
-// the live transcript. Used by `npm run example:agent` and by the CI smoke test.
+// by the service through LineageSession under one conversation id (SPEC K1), a rotation in the
+// middle, then the lineage chain and the live transcript. Used by `npm run example:agent` and by
+// the CI smoke test.
 import type { Item, LineageClient, LineageEntry } from '@session-lineage/client';
 import { LineageSession } from '@session-lineage/client/agents';
 import { createOpsAgent, createRunner, question, SERVICES } from './ops-agent.js';
 
 export interface ExampleResult {
+  conversationId: string;
+  /** getSessionId() after each turn: the conversation id every time, rotation or not. */
+  idsSeen: string[];
   chain: LineageEntry[];
   liveSessionId: string;
   transcript: Item[];
@@ -16,19 +20,26 @@ export const TURNS = 6;
 /** The rotation comes after this many turns. */
 export const COMPACT_AFTER = 3;
 
-export async function runExampleConversation(client: LineageClient, log: (line: string) => void = console.log): Promise<ExampleResult> {
+export async function runExampleConversation(
+  client: LineageClient,
+  log: (line: string) => void = console.log,
+  conversationId = `ops-chat-${globalThis.crypto.randomUUID().slice(0, 8)}`,
+): Promise<ExampleResult> {
+  // Your own id for the conversation (a user's or a thread's); created on first use.
   const session = new LineageSession({
     client,
+    sessionId: conversationId,
     source: 'example-agent',
     metadata: { example: 'ops-agent' },
     onEvent: (e) => {
-      if (e.type === 'created') log(`created session ${e.sessionId}`);
-      if (e.type === 'followed') log(`  now on ${e.to} (was ${e.from}; ${e.via})`);
+      if (e.type === 'created') log(`created conversation ${e.conversationId} (first session ${e.sessionId})`);
+      if (e.type === 'followed') log(`  live session now ${e.to} (was ${e.from}; ${e.via})`);
     },
   });
   const agent = createOpsAgent();
   const runner = createRunner();
   const answers: string[] = [];
+  const idsSeen: string[] = [];
 
   for (let i = 0; i < TURNS; i++) {
     const service = SERVICES[i % SERVICES.length]!;
@@ -36,23 +47,26 @@ export async function runExampleConversation(client: LineageClient, log: (line: 
     const answer = String(result.finalOutput ?? '');
     answers.push(answer);
     log(`turn ${i + 1}: ${answer}`);
+    idsSeen.push(await session.getSessionId());
     if (i + 1 === COMPACT_AFTER) {
       const c = await session.compact({ mode: 'rotate', keepLast: 4 });
-      log(`compaction (rotate): ${c.outcome}${c.reason ? `/${c.reason}` : ''}, live session ${c.sessionId}`);
+      log(
+        `compaction (rotate): ${c.outcome}${c.reason ? `/${c.reason}` : ''}, live session ${c.sessionId}, conversation still ${conversationId}`,
+      );
     }
   }
 
-  const liveSessionId = await session.getSessionId();
-  const { chain } = await client.lineage(liveSessionId);
   const transcript = (await session.getItems()) as Item[];
+  const liveSessionId = session.liveSessionId!;
+  const { chain } = await client.conversationLineage(conversationId);
 
-  log('\nlineage chain (root → live tip):');
+  log(`\nconversation ${conversationId}, lineage chain (root → live tip):`);
   for (const s of chain) {
     log(`  ${s.sessionId}  ${s.messageCount} items  ${s.endReason ? `ended (${s.endReason}) → ${s.childSessionId}` : 'live'}`);
   }
   log(`\nlive transcript (${transcript.length} items):`);
   for (const item of transcript) log(`  ${render(item)}`);
-  return { chain, liveSessionId, transcript, answers };
+  return { conversationId, idsSeen, chain, liveSessionId, transcript, answers };
 }
 
 /** One line per item: what it is and the start of its text. */

@@ -16,7 +16,10 @@ function check(result: ExampleResult): string[] {
   const [root, ...rest] = result.chain;
   if (!root || rest.length === 0) problems.push(`expected a rotated chain, got ${result.chain.length} session(s)`);
   if (root && root.endReason !== 'compression') problems.push(`the root ended with ${root.endReason}, not compression`);
-  if (result.chain.at(-1)?.sessionId !== result.liveSessionId) problems.push('getSessionId() is not the tip of the chain');
+  if (result.chain.at(-1)?.sessionId !== result.liveSessionId)
+    problems.push('the live session the last read named is not the tip of the chain');
+  if (result.idsSeen.length !== TURNS || result.idsSeen.some((id) => id !== result.conversationId))
+    problems.push(`getSessionId() changed during the conversation: ${JSON.stringify(result.idsSeen)} (expected ${result.conversationId})`);
   result.chain.forEach((s, i) => {
     const next = result.chain[i + 1];
     if (next && (s.childSessionId !== next.sessionId || next.parentSessionId !== s.sessionId))

@@ -1,7 +1,8 @@
 // An OpenAI Agents SDK session (@openai/agents-core 0.20 `Session`, plus its compaction hook)
-// kept by the session-lineage service. Unlike the SDK's own stores it stays correct with many
+// kept by the session-lineage service as a conversation (SPEC K1-K3): one id for its whole life,
+// whose routes act on the live session. Unlike the SDK's own stores it stays correct with many
 // writers on one conversation: another process may compact it (rotating it to a child, or in
-// place) at any time, and this session follows the chain to the live tip.
+// place) at any time, and the service, not this object, follows the chain to the live tip.
 //
 // Only types are imported from the SDK, so bundling this module adds none of its code.
 import type {
@@ -11,20 +12,26 @@ import type {
   OpenAIResponsesCompactionResult,
 } from '@openai/agents-core';
 import type { LineageClient } from './client.js';
-import { deleteChain } from './chain.js';
 import { chunks, MAX_TAIL } from './chunks.js';
-import { LineageError, SessionEndedError } from './errors.js';
+import { ConflictError, LineageError, NotFoundError } from './errors.js';
 import { assertJsonValue } from './json-values.js';
-import { isLive, type CompressMode, type CompressOrigin, type CompressResponse, type Item, type Session } from './types.js';
+import type { CompressMode, CompressOrigin, CompressResponse, Item, Session } from './types.js';
+
+/** K1's conversation id rule, checked before any request (the service answers 400 otherwise). */
+const CONVERSATION_ID = /^[A-Za-z0-9._:@-]{1,128}$/;
 
 export type LineageSessionEvent =
-  | { type: 'created'; sessionId: string }
+  /** This object's PUT created the conversation (first use, or the first after clearSession); `sessionId` is its root session. */
+  | { type: 'created'; conversationId: string; sessionId: string }
+  /** `sessionId`: the session the items landed on (the live one when the service answered). */
   | { type: 'appended'; sessionId: string; count: number; messageCount: number; replayed: boolean; idempotencyKey: string }
-  | { type: 'followed'; from: string; to: string; via: 'session_ended' | 'lineage' | 'compaction' }
+  /** The live session changed: our compact() rotated it (or adopted another's rotation), or an answer showed a rotation made elsewhere. */
+  | { type: 'followed'; from: string; to: string; via: 'compaction' | 'rotation' }
   | { type: 'compacted'; response: CompressResponse }
   /** runCompaction (the SDK's best-effort post-turn hook) failed; the run goes on. Without onEvent this is a console.warn. */
-  | { type: 'compaction_failed'; sessionId: string | undefined; error: unknown }
-  | { type: 'cleared'; deleted: string[] };
+  | { type: 'compaction_failed'; conversationId: string | undefined; sessionId: string | undefined; error: unknown }
+  /** The conversation was deleted (every session of its chain); the next use creates it again under the same id. */
+  | { type: 'cleared'; conversationId: string };
 
 export interface LineageCompactionPolicy {
   /** Mode of `runCompaction` and of `compact()` without one; default in_place. */
@@ -40,14 +47,16 @@ export interface LineageCompactionPolicy {
 
 export interface LineageSessionOptions {
   client: LineageClient;
-  /** Continue this conversation: any session id of its chain (the live tip is found). Unset: one is created on first use. */
+  /**
+   * The conversation id (SPEC K1: 1-128 letters, digits and `._:@-`, scoped to the API key's
+   * tenant), e.g. your user's or thread's id. Created on first use if it does not exist.
+   * Unset: a random UUID, chosen on first use. getSessionId() answers it for the object's life.
+   */
   sessionId?: string;
-  /** For the session this creates (first use, and after clearSession). */
+  /** For the conversation this creates (first use, and after clearSession). */
   source?: string;
   metadata?: Record<string, unknown>;
   compaction?: LineageCompactionPolicy;
-  /** Rotations followed within one call before giving up (each hop is a compaction that happened meanwhile). */
-  maxFollows?: number;
   onEvent?: (event: LineageSessionEvent) => void;
 }
 
@@ -60,39 +69,46 @@ export interface CompactOptions {
 export class LineageSession implements OpenAIResponsesCompactionAwareSession {
   readonly #client: LineageClient;
   readonly #opts: LineageSessionOptions;
-  readonly #maxFollows: number;
+  /** The conversation id: fixed once chosen (in the constructor, or on first use). */
   #id: string | undefined;
-  #checkedFormat = false;
+  /** Whether this object's PUT made sure the conversation exists (reset by a confirmed clear). */
+  #ensured = false;
+  /** The live session the last answer named. */
+  #live: string | undefined;
   /** The live session's item count after our last append (for the afterTurn policy). */
   #lastCount = 0;
   /** Settles when the last queued operation has; every public operation waits for it (see #serial). */
   #queue: Promise<unknown> = Promise.resolve();
 
   constructor(opts: LineageSessionOptions) {
+    const id = opts.sessionId;
+    if (id !== undefined && !CONVERSATION_ID.test(id))
+      throw new TypeError(
+        `LineageSession: sessionId ${JSON.stringify(id.slice(0, 140))} is not a conversation id (1-128 characters of letters, digits and "._:@-")`,
+      );
     this.#client = opts.client;
     this.#opts = opts;
-    this.#id = opts.sessionId;
-    this.#maxFollows = opts.maxFollows ?? 8;
+    this.#id = id;
   }
 
-  /** The session id this object last knew to be live, without asking the service (undefined before first use). */
-  get currentSessionId(): string | undefined {
+  /** The conversation id, without a request (undefined until chosen: no sessionId was given and nothing was called yet). */
+  get conversationId(): string | undefined {
     return this.#id;
   }
 
-  /** The live session of the conversation: asks the service, and follows the chain when another process rotated it. */
+  /** The session the service's last answer named as live (it changes with rotations), without a request; undefined before first use and after a clear. */
+  get liveSessionId(): string | undefined {
+    return this.#live;
+  }
+
+  /** The conversation id: the same for the object's whole life, across rotations, in-place compactions and clears. Creates the conversation on first use. */
   getSessionId(): Promise<string> {
-    return this.#serial(async () => {
-      const id = await this.#known();
-      const session = await this.#client.getSession(id);
-      return isLive(session) ? id : this.#followLineage(id);
-    });
+    return this.#serial(() => this.#ensure());
   }
 
   /**
    * All items (limit unset: paged through nextCursor) or the latest `limit` (GET ?tail=), in
-   * order, from the live session. Liveness comes with the read (each page carries its session);
-   * only when the session turned out to be rotated is the read repeated on the live tip.
+   * order, from the live session (the service finds it).
    */
   async getItems(limit?: number): Promise<AgentInputItem[]> {
     if (limit !== undefined && limit <= 0) return [];
@@ -100,83 +116,95 @@ export class LineageSession implements OpenAIResponsesCompactionAwareSession {
   }
 
   async #getItems(limit: number | undefined): Promise<AgentInputItem[]> {
-    let id = await this.#known();
-    for (let hop = 0; ; hop++) {
-      const { items, session } = await this.#read(id, limit);
-      // An ended session with no successor is the conversation's last: its transcript is the answer.
-      const tip = isLive(session) ? id : await this.#followLineage(id);
-      if (tip === id) {
-        // A tail the service shortened to fit one response: page through instead.
-        const short = limit !== undefined && limit <= MAX_TAIL && items.length < limit && session.messageCount > items.length;
-        return (short ? (await this.#client.readAll(id)).slice(-limit) : items) as AgentInputItem[];
-      }
-      if (hop >= this.#maxFollows) throw new LineageError(`session ${id}: still rotating after ${hop + 1} hops`);
-      id = tip;
+    const id = await this.#ensure();
+    let items: Item[];
+    if (limit === undefined) items = await this.#readAll(id);
+    else if (limit > MAX_TAIL) items = (await this.#readAll(id)).slice(-limit);
+    else {
+      const page = await this.#client.listConversationMessages(id, { tail: limit });
+      this.#saw(page.session);
+      // A tail the service shortened to fit one response: page through instead.
+      items = page.truncated ? (await this.#readAll(id)).slice(-limit) : page.messages;
     }
+    // Cast: AgentInputItem and the document's Item describe the same JSON with different types.
+    return items as AgentInputItem[];
+  }
+
+  async #readAll(id: string): Promise<Item[]> {
+    const { items, session } = await this.#client.readConversation(id);
+    this.#saw(session);
+    return items;
   }
 
   /**
    * One idempotent append, whatever the item count (the service's appends are atomic, A7); only
    * items whose JSON passes the 5 MB body limit go in more than one, in order. Each append lands
-   * whole or not at all, once, on the live session, following rotations. If the process dies
-   * between two of them, the session holds the first whole and nothing of the rest. Items JSON cannot
-   * return as they are (binary, Map, Date, ...) are refused with UnsupportedValueError before
-   * anything is sent.
+   * whole or not at all, once, on the live session, whatever rotations happen meanwhile (K2). If
+   * the process dies between two of them, the conversation holds the first whole and nothing of
+   * the rest. Items JSON cannot return as they are (binary, Map, Date, ...) are refused with
+   * UnsupportedValueError before anything is sent.
    */
   async addItems(items: AgentInputItem[]): Promise<void> {
     assertJsonValue(items, 'items');
     if (items.length === 0) return;
-    // Cast: AgentInputItem and the document's Item describe the same JSON with different types.
     const all = items as unknown as Item[];
     return this.#serial(async () => {
-      for (const chunk of chunks(all)) await this.#appendChunk(chunk);
+      const id = await this.#ensure();
+      for (const chunk of chunks(all)) {
+        const r = await this.#client.appendToConversation(id, chunk);
+        this.#saw(r.session);
+        this.#lastCount = r.session.messageCount;
+        this.#opts.onEvent?.({
+          type: 'appended',
+          sessionId: r.sessionId,
+          count: r.appended,
+          messageCount: r.session.messageCount,
+          replayed: r.replayed,
+          idempotencyKey: r.idempotencyKey,
+        });
+      }
     });
   }
 
   /** Removes the conversation's last item (DELETE .../messages/last on the live session). */
   popItem(): Promise<AgentInputItem | undefined> {
     return this.#serial(async () => {
-      let id = await this.#known();
-      for (let hop = 0; ; hop++) {
-        try {
-          const { removed } = await this.#client.pop(id);
-          return (removed ?? undefined) as AgentInputItem | undefined;
-        } catch (err) {
-          const live = err instanceof SessionEndedError ? err.liveSessionId : null;
-          if (live === null || hop >= this.#maxFollows) throw err;
-          id = this.#moveTo(id, live, 'session_ended');
-        }
-      }
+      const { removed, session } = await this.#client.popConversation(await this.#ensure());
+      this.#saw(session);
+      return (removed ?? undefined) as AgentInputItem | undefined;
     });
   }
 
   /**
-   * Forgets the conversation: deletes every session of its chain (the live one first, so no
-   * writer can go on appending to it; the ended ancestors hold its earlier items) and starts
-   * afresh, so the next call creates a new empty session. Another process still holding this
-   * conversation gets NotFoundError from then on.
+   * Forgets the conversation: deletes it, every session of its chain (K3), and the next call
+   * creates it again, empty, under the same id. Another process still holding it gets
+   * NotFoundError until something creates it again.
    *
-   * Waits for the operations called before it, and the ones called after it wait for it. The id
-   * is forgotten only once the whole chain is deleted: if a delete fails, this rejects, the
-   * session still names the conversation, and calling clearSession again repeats the delete.
+   * Waits for the operations called before it, and the ones called after it wait for it. The
+   * conversation counts as existing until the delete is confirmed: if it fails, this rejects and
+   * calling clearSession again repeats the delete.
    */
   clearSession(): Promise<void> {
     return this.#serial(async () => {
       const id = this.#id;
-      if (id !== undefined) {
-        const deleted = await deleteChain(this.#client, id);
-        this.#opts.onEvent?.({ type: 'cleared', deleted });
+      if (id === undefined) return; // nothing chosen, nothing created
+      try {
+        await this.#client.deleteConversation(id);
+      } catch (err) {
+        // Already gone (another process cleared it, or it was never created): done all the same.
+        if (!(err instanceof NotFoundError)) throw err;
       }
-      this.#id = undefined;
-      this.#checkedFormat = false;
+      this.#ensured = false;
+      this.#live = undefined;
       this.#lastCount = 0;
+      this.#opts.onEvent?.({ type: 'cleared', conversationId: id });
     });
   }
 
   /**
-   * Asks the service to compact the live session and follows the result: a rotation (ours, or
-   * one another process made first, answered `skipped`/`adopted`) moves this session to the
-   * child. `skipped`/`locked` means another compaction is running; nothing is retried.
+   * Asks the service to compact the conversation's live session. A rotation (ours, or one
+   * another process made first, answered `skipped`/`adopted`) moves liveSessionId to the child;
+   * the conversation id stays. `skipped`/`locked` means another compaction is running; nothing is retried.
    */
   compact(opts: CompactOptions = {}): Promise<CompressResponse> {
     return this.#serial(() => this.#compact(opts));
@@ -184,15 +212,15 @@ export class LineageSession implements OpenAIResponsesCompactionAwareSession {
 
   async #compact(opts: CompactOptions): Promise<CompressResponse> {
     const policy = this.#opts.compaction ?? {};
-    const id = await this.#known();
+    const id = await this.#ensure();
     const keepLast = opts.keepLast ?? policy.keepLast;
-    const response = await this.#client.compress(id, {
+    const response = await this.#client.compressConversation(id, {
       mode: opts.mode ?? policy.mode ?? 'in_place',
       origin: opts.origin ?? 'manual',
       ...(keepLast !== undefined ? { keepLast } : {}),
     });
     this.#opts.onEvent?.({ type: 'compacted', response });
-    if (response.sessionId !== id) this.#moveTo(id, response.sessionId, 'compaction');
+    this.#moveTo(response.sessionId, 'compaction');
     return response;
   }
 
@@ -204,7 +232,7 @@ export class LineageSession implements OpenAIResponsesCompactionAwareSession {
    * apply here.
    *
    * Never rejects: the SDK awaits this hook after the turn was saved, so a rejection would fail a
-   * run whose work is done. A failure (the service down, the session gone) is reported as a
+   * run whose work is done. A failure (the service down, the conversation gone) is reported as a
    * `compaction_failed` event (a console.warn when there is no onEvent) and the run goes on; the
    * service's after-turn consumer compacts by size anyway.
    */
@@ -216,7 +244,7 @@ export class LineageSession implements OpenAIResponsesCompactionAwareSession {
       try {
         await this.#compact({ origin: 'turn' });
       } catch (error) {
-        const event = { type: 'compaction_failed' as const, sessionId: this.#id, error };
+        const event = { type: 'compaction_failed' as const, conversationId: this.#id, sessionId: this.#live, error };
         if (this.#opts.onEvent) this.#opts.onEvent(event);
         else console.warn(`LineageSession: compaction after the turn failed (the run goes on): ${String(error)}`);
       }
@@ -234,80 +262,46 @@ export class LineageSession implements OpenAIResponsesCompactionAwareSession {
     return result;
   }
 
-  async #appendChunk(chunk: Item[]): Promise<void> {
-    let id = await this.#known();
-    for (let hop = 0; ; hop++) {
-      try {
-        // followRotation re-targets once; the key stays the chunk's across hops (keys are per session).
-        const r = await this.#client.append(id, chunk, { followRotation: true });
-        if (r.followedFrom !== undefined) this.#moveTo(r.followedFrom, r.sessionId, 'session_ended');
-        this.#lastCount = r.session.messageCount;
-        this.#opts.onEvent?.({
-          type: 'appended',
-          sessionId: r.sessionId,
-          count: r.appended,
-          messageCount: r.session.messageCount,
-          replayed: r.replayed,
-          idempotencyKey: r.idempotencyKey,
-        });
-        return;
-      } catch (err) {
-        // The live session rotated again before the re-targeted append arrived.
-        const live = err instanceof SessionEndedError ? err.liveSessionId : null;
-        if (live === null || hop >= this.#maxFollows) throw err;
-        id = this.#moveTo(id, live, 'session_ended');
-      }
-    }
-  }
-
-  async #read(id: string, limit: number | undefined): Promise<{ items: Item[]; session: Session }> {
-    if (limit === undefined || limit > MAX_TAIL) {
-      const { items, session } = await this.#client.readTranscript(id);
-      return { items: limit === undefined ? items : items.slice(-limit), session };
-    }
-    const page = await this.#client.listMessages(id, { tail: limit });
-    return { items: page.messages, session: page.session };
-  }
-
   /**
-   * The one place the session id is resolved: the one known, or a new session. Only ever called
-   * inside #serial, so one create happens however many calls race for it, and a failed create
-   * leaves nothing behind (the next call tries again).
+   * The one place the conversation is made sure of: one PUT (creates it or returns it) on first
+   * use and on the first use after a clear; never again otherwise, so a conversation another
+   * process deleted answers NotFoundError instead of coming back empty. Only ever called inside
+   * #serial, so one PUT happens however many calls race for it; a failed one is repeated by the
+   * next call (a PUT is safe to repeat).
    */
-  async #known(): Promise<string> {
-    if (this.#id !== undefined) {
-      if (!this.#checkedFormat) await this.#checkFormat(this.#id);
-      return this.#id;
+  async #ensure(): Promise<string> {
+    const id = (this.#id ??= globalThis.crypto.randomUUID());
+    if (this.#ensured) return id;
+    const { source, metadata } = this.#opts;
+    let put: Awaited<ReturnType<LineageClient['putConversation']>>;
+    try {
+      put = await this.#client.putConversation(id, {
+        format: 'responses',
+        ...(source !== undefined ? { source } : {}),
+        ...(metadata !== undefined ? { metadata } : {}),
+      });
+    } catch (err) {
+      if (err instanceof ConflictError && err.code === 'format_mismatch')
+        throw new LineageError(`LineageSession needs a conversation of "responses" items (the Agents SDK's): ${err.message}`, {
+          cause: err,
+        });
+      throw err;
     }
-    const s = await this.#client.createSession({
-      format: 'responses',
-      ...(this.#opts.source !== undefined ? { source: this.#opts.source } : {}),
-      ...(this.#opts.metadata !== undefined ? { metadata: this.#opts.metadata } : {}),
-    });
-    this.#id = s.sessionId;
-    this.#checkedFormat = true;
-    this.#opts.onEvent?.({ type: 'created', sessionId: s.sessionId });
-    return s.sessionId;
+    this.#ensured = true;
+    this.#live = put.conversation.liveSessionId;
+    if (put.created) this.#opts.onEvent?.({ type: 'created', conversationId: id, sessionId: put.conversation.liveSessionId });
+    return id;
   }
 
-  /** A session handed in by id must hold Agents SDK items (SPEC A1: the format is fixed at creation). */
-  async #checkFormat(id: string): Promise<void> {
-    const s: Session = await this.#client.getSession(id);
-    if (s.format !== 'responses')
-      throw new LineageError(`session ${id} holds "${s.format}" items; LineageSession needs a "responses" session`);
-    this.#checkedFormat = true;
+  /** An answer named the session it acted on: a different one than we knew, with a parent, is a rotation's child. */
+  #saw(s: Pick<Session, 'sessionId' | 'parentSessionId'>): void {
+    if (s.parentSessionId !== null) this.#moveTo(s.sessionId, 'rotation');
+    else this.#live = s.sessionId;
   }
 
-  async #followLineage(id: string): Promise<string> {
-    const { chain, tip } = await this.#client.lineage(id);
-    if (tip === null) throw new LineageError(`the live session of ${id}'s conversation (${chain.at(-1)?.sessionId}) was deleted`);
-    return this.#moveTo(id, tip, 'lineage');
-  }
-
-  #moveTo(from: string, to: string, via: 'session_ended' | 'lineage' | 'compaction'): string {
-    // Only move forward from what we hold: a stale answer about an older session must not move us back.
-    if (this.#id === from || this.#id === undefined) this.#id = to;
-    if (from !== to) this.#opts.onEvent?.({ type: 'followed', from, to, via });
-    return to;
+  #moveTo(to: string, via: 'compaction' | 'rotation'): void {
+    const from = this.#live;
+    this.#live = to;
+    if (from !== undefined && from !== to) this.#opts.onEvent?.({ type: 'followed', from, to, via });
   }
 }

@@ -16,4 +16,3 @@ export { DEFAULT_RETRY_POLICY, retryDelayMs, type RetryPolicy, type Safety } fro
 export * from './types.js';
 export type { paths, components, operations } from './openapi-types.js';
 export { chunks, MAX_APPEND_BODY_BYTES, MAX_TAIL } from './chunks.js';
-export { deleteChain } from './chain.js';

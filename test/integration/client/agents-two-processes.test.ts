@@ -2,7 +2,7 @@
 // SDK turns with tool calls, the other compacts (rotate, then in place) while they run, adding
 // a note after each. Afterwards the chain is linear with one child at most per session (I1),
 // every item either process added is accounted for exactly once (I4, A3), and both processes
-// name the same live tip.
+// still name the conversation they started on and the same live tip (K1, K2).
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { DynamoLineageStore } from '../../../lib/lineage/dynamo/store.js';
@@ -39,8 +39,9 @@ describe('LineageSession in two processes', () => {
     const tenant = `two-${randomUUID().slice(0, 8)}`;
     const apiKey = await service.createApiKey(tenant);
     const client = new LineageClient({ baseUrl: service.baseUrl, apiKey });
-    const root = (await client.createSession({ format: 'responses', source: 'two-processes' })).sessionId;
-    const common = { LINEAGE_BASE_URL: service.baseUrl, LINEAGE_API_KEY: apiKey, SESSION_ID: root };
+    // Neither process creates it beforehand: both start on the id at once, and one conversation results (K1).
+    const conversationId = `two-processes-${randomUUID().slice(0, 8)}`;
+    const common = { LINEAGE_BASE_URL: service.baseUrl, LINEAGE_API_KEY: apiKey, CONVERSATION_ID: conversationId };
 
     const children: Child[] = [];
     try {
@@ -56,7 +57,8 @@ describe('LineageSession in two processes', () => {
       expect(await Promise.all(children.map((c) => c.exited))).toEqual([0, 0]);
 
       // --- the chain (I1)
-      const { chain, tip } = await client.lineage(root);
+      const root = (await client.getConversation(conversationId)).rootSessionId;
+      const { chain, tip } = await client.conversationLineage(conversationId);
       expect(chain.map((s) => s.sessionId)[0]).toBe(root);
       expect(chain).toHaveLength(2);
       const [parent, live] = chain as [(typeof chain)[0], (typeof chain)[0]];
@@ -71,8 +73,9 @@ describe('LineageSession in two processes', () => {
         ddb.destroy();
       }
 
-      // --- both processes follow the chain to the same tip
-      expect(reports.map((r) => r.sessionId)).toEqual([tip, tip]);
+      // --- both processes keep the conversation's id and name the same live tip
+      expect(reports.map((r) => r.conversationId)).toEqual([conversationId, conversationId]);
+      expect(reports.map((r) => r.liveSessionId)).toEqual([tip, tip]);
 
       // --- both compactions happened while the agent's turns ran
       const [rotation, inPlace] = compactor.lines.filter((l): l is Extract<ChildLine, { kind: 'compacted' }> => l.kind === 'compacted');

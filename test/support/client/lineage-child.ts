@@ -6,10 +6,12 @@
 //   ROLE=compactor  rotates once the conversation holds ROTATE_AT items, then compacts in
 //                   place once the live session has grown by IN_PLACE_AFTER items, adding a
 //                   note of its own after each compaction
-// Env: LINEAGE_BASE_URL, LINEAGE_API_KEY, SESSION_ID (any member of the chain), TAG.
-// Writes JSON lines on stdout: `added` for every append it made (items, where they landed,
-// when), `compacted` for each compaction, then `done`; on the line "report" from stdin it
-// writes `report` with getSessionId() and exits.
+// Env: LINEAGE_BASE_URL, LINEAGE_API_KEY, CONVERSATION_ID (whichever process uses it first
+// creates it, SPEC K1), TAG.
+// Writes JSON lines on stdout: `added` for every append it made (items, the session they landed
+// on, when), `compacted` for each compaction, then `done`; on the line "report" from stdin it
+// reads the conversation's tail once and writes `report` with getSessionId() and the live
+// session that read named, then exits.
 import { createInterface } from 'node:readline';
 import type { AgentInputItem } from '@openai/agents-core';
 import { LineageClient, type Item } from '../../../lib/client/index.js';
@@ -21,7 +23,7 @@ export type ChildLine =
   | { kind: 'compacted'; mode: 'rotate' | 'in_place'; t0: number; t1: number; response: unknown }
   | { kind: 'followed'; from: string; to: string; via: string }
   | { kind: 'done' }
-  | { kind: 'report'; sessionId: string };
+  | { kind: 'report'; conversationId: string; liveSessionId: string | undefined };
 
 const emit = (line: ChildLine) => process.stdout.write(`${JSON.stringify(line)}\n`);
 const env = (name: string): string => {
@@ -58,7 +60,7 @@ class RecordingSession extends LineageSession {
 function session(client: LineageClient): RecordingSession {
   const s: RecordingSession = new RecordingSession({
     client,
-    sessionId: env('SESSION_ID'),
+    sessionId: env('CONVERSATION_ID'),
     onEvent: (e: LineageSessionEvent) => {
       if (e.type === 'appended') s.landed.push(e.sessionId);
       if (e.type === 'followed') emit({ kind: 'followed', from: e.from, to: e.to, via: e.via });
@@ -80,7 +82,7 @@ async function agent(s: RecordingSession, tag: string): Promise<void> {
 }
 
 async function compactor(client: LineageClient, s: RecordingSession, tag: string): Promise<void> {
-  const liveCount = async () => client.getSession(await s.getSessionId()).then((x) => x.messageCount);
+  const liveCount = async () => client.getConversation(await s.getSessionId()).then((x) => x.messageCount);
   const waitFor = async (enough: (n: number) => boolean) => {
     for (let n = await liveCount(); !enough(n); n = await liveCount()) await sleep(25);
   };
@@ -114,7 +116,8 @@ async function main(): Promise<void> {
   emit({ kind: 'done' });
   // Asked only once every process is done, so all of them answer about the same final chain.
   await until('report');
-  emit({ kind: 'report', sessionId: await s.getSessionId() });
+  await s.getItems(1);
+  emit({ kind: 'report', conversationId: await s.getSessionId(), liveSessionId: s.liveSessionId });
 }
 
 main().then(

@@ -3,9 +3,12 @@
 // read back, limits, pop, clear, copies not references, no item contents in diagnostics, refusing
 // values it cannot keep), rewritten by us against LineageSession over real HTTP.
 //
+// Like upstream, the id is the session's for the object's whole life: LineageSession's id is a
+// conversation id (SPEC K1), kept across rotations, in-place compactions and clearSession (the
+// next call creates the conversation again, empty, under the same id), as MemorySession keeps its id.
+//
 // Differences by design, asserted as ours:
-// - No `initialItems`: history is seeded by appending to a session and handing its id in.
-// - After clearSession the next call creates a new session (a new id), where MemorySession keeps its id.
+// - No `initialItems`: history is seeded by appending to a conversation and handing its id in.
 // - applyHistoryMutations / applyHistoryTransaction (upstream's transaction tests) are not offered:
 //   the API has no atomic compare-and-replace of a suffix (lib/client/README.md says why), so
 //   those tests become one that pins their absence. Their input validation does carry over: values
@@ -35,10 +38,12 @@ afterAll(async () => {
 
 const createUserMessage = (text: string): AgentInputItem => ({ role: 'user', content: [{ type: 'input_text', text }] });
 
+/** A "responses" conversation holding `items` (upstream: `new MemorySession({ sessionId, initialItems })`). */
 async function seeded(items: AgentInputItem[]): Promise<string> {
-  const s = await other.createSession({ format: 'responses' });
-  await other.append(s.sessionId, items);
-  return s.sessionId;
+  const id = `session-${randomUUID().slice(0, 8)}`;
+  await other.putConversation(id, { format: 'responses' });
+  await other.appendToConversation(id, items);
+  return id;
 }
 
 describe('MemorySession tests, against LineageSession', () => {
@@ -86,8 +91,8 @@ describe('MemorySession tests, against LineageSession', () => {
     expect(await session.getItems()).toEqual([]);
     expect(await session.getItems(3)).toEqual([]);
     expect(await session.popItem()).toBeUndefined();
-    // Ours: the cleared session is gone and a new one took its place.
-    expect(session.currentSessionId).not.toBe(id);
+    // As upstream: the id survives the clear (ours: the conversation is created again under it).
+    expect(await session.getSessionId()).toBe(id);
   });
 
   it('returns copies, so external mutations do not persist', async () => {
@@ -162,9 +167,9 @@ describe('MemorySession tests, against LineageSession', () => {
       expect(err).toBeInstanceOf(UnsupportedValueError);
       expect((err as Error).message).toMatch(/items\[0\]\.providerData\.bytes is binary \(\w+\).*nothing was sent.*base64/);
     }
-    // Nothing was sent: not even the create of the session a first addItems makes.
+    // Nothing was sent: not even the create of the conversation a first addItems makes (no id was even chosen).
     expect(w.seen).toEqual([]);
-    expect(session.currentSessionId).toBeUndefined();
+    expect(session.conversationId).toBeUndefined();
     // The low-level client refuses the same way.
     const s = await other.createSession({ format: 'responses' });
     await expect(other.append(s.sessionId, [{ type: 'message', role: 'user', content: 'x', data: new Uint8Array([1]) }])).rejects.toThrow(

@@ -6,10 +6,17 @@
 // as JSON and come back exactly as appended (SPEC A1), so the conversion tests become one exact
 // round trip of every item shape they cover. Requests are held or failed by test/support/client/wire.ts.
 //
+// Like upstream, the session is one remote conversation (SPEC K1-K3): PUT /conversations/{id}
+// creates it lazily, DELETE /conversations/{id} clears it (the service deletes every session a
+// compaction rotated through), and every other call names the conversation, whose routes act on
+// its live session.
+//
 // Differences by design, asserted as ours:
-// - clearSession deletes the whole lineage chain (every session a compaction rotated through),
-//   not one conversation: a GET /lineage, then a DELETE per session.
-// - The ids are session ids that follow the live tip (a rotation moves currentSessionId).
+// - The id is the object's for its whole life (SPEC K1; chosen by the caller, or a random UUID on
+//   first use): kept across rotations and in-place compactions, after a failed create (the retry
+//   PUTs the same id; a PUT is safe to repeat) and across clearSession (the next call creates the
+//   conversation again under the same id), where upstream's next call creates a new conversation
+//   with a new id. Our previous port asserted a new id after a clear; it now asserts the id stays.
 import { randomUUID } from 'node:crypto';
 import type { AgentInputItem } from '@openai/agents-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -41,15 +48,16 @@ const assistant = (text: string): AgentInputItem => ({
   content: [{ type: 'output_text', text }],
 });
 
-/** A "responses" session holding `items`, made by another client (upstream: `conversationId: 'conv-existing'`). */
+/** A "responses" conversation holding `items`, made by another client (upstream: `conversationId: 'conv-existing'`). */
 async function existing(items: AgentInputItem[]): Promise<string> {
-  const s = await other.createSession({ format: 'responses' });
-  if (items.length > 0) await other.append(s.sessionId, items);
-  return s.sessionId;
+  const id = `conv-existing-${randomUUID().slice(0, 8)}`;
+  await other.putConversation(id, { format: 'responses' });
+  if (items.length > 0) await other.appendToConversation(id, items);
+  return id;
 }
 
-const createSession = is('POST', '/sessions');
-const deleteSession = is('DELETE', /^\/sessions\/[^/]+$/);
+const createSession = is('PUT', /^\/conversations\/[^/]+$/);
+const deleteSession = is('DELETE', /^\/conversations\/[^/]+$/);
 
 describe('OpenAIConversationsSession tests, against LineageSession', () => {
   it('returns an empty array for non-positive limits without listing items', async () => {
@@ -65,19 +73,19 @@ describe('OpenAIConversationsSession tests, against LineageSession', () => {
     const s = new LineageSession({ client: w.client() });
     await s.addItems([]);
     expect(w.seen).toEqual([]);
-    expect(s.currentSessionId).toBeUndefined();
+    expect(s.conversationId).toBeUndefined();
   });
 
   it('popItem returns undefined when no items are available', async () => {
     const s = new LineageSession({ client: other, sessionId: await existing([]) });
     await expect(s.popItem()).resolves.toBeUndefined();
-    expect((await other.getSession(s.currentSessionId!)).messageCount).toBe(0);
+    expect((await other.getConversation(s.conversationId!)).messageCount).toBe(0);
   });
 
   it('popItem returns the newest item, as appended (no id needed)', async () => {
     const s = new LineageSession({ client: other, sessionId: await existing([user('q'), assistant('a')]) });
     await expect(s.popItem()).resolves.toEqual(assistant('a'));
-    expect(await other.readAll(s.currentSessionId!)).toEqual([user('q')]);
+    expect((await other.readConversation(s.conversationId!)).items).toEqual([user('q')]);
   });
 
   it('clearSession is a no-op before a session is created', async () => {
@@ -85,7 +93,7 @@ describe('OpenAIConversationsSession tests, against LineageSession', () => {
     const s = new LineageSession({ client: w.client() });
     await s.clearSession();
     expect(w.seen).toEqual([]);
-    expect(s.currentSessionId).toBeUndefined();
+    expect(s.conversationId).toBeUndefined();
   });
 
   it('shares one lazy session across concurrent getSessionId calls', async () => {
@@ -99,7 +107,7 @@ describe('OpenAIConversationsSession tests, against LineageSession', () => {
     const [a, b] = await Promise.all([first, second]);
     expect(a).toBe(b);
     expect(w.lines(createSession)).toHaveLength(1);
-    expect(s.currentSessionId).toBe(a);
+    expect(s.conversationId).toBe(a);
   });
 
   it('retries lazy creation after a create failure', async () => {
@@ -107,48 +115,55 @@ describe('OpenAIConversationsSession tests, against LineageSession', () => {
     w.fail(createSession);
     const s = new LineageSession({ client: w.client() });
     await expect(s.getSessionId()).rejects.toBeInstanceOf(LineageNetworkError);
-    expect(s.currentSessionId).toBeUndefined();
+    // Ours: the id chosen for the first try is kept, and the retry PUTs the same one.
+    const chosen = s.conversationId!;
     const id = await s.getSessionId();
-    expect(w.lines(createSession)).toHaveLength(2);
-    expect(s.currentSessionId).toBe(id);
-    expect((await other.getSession(id)).format).toBe('responses');
+    expect(id).toBe(chosen);
+    expect(w.lines(createSession)).toEqual([`PUT /conversations/${id}`, `PUT /conversations/${id}`]);
+    expect((await other.getConversation(id)).format).toBe('responses');
   });
 
   it('retains and retries the same session id after a delete failure', async () => {
     const w = wire();
     const id = await existing([user('keep me until the delete is confirmed')]);
     const s = new LineageSession({ client: w.client(), sessionId: id });
+    await s.getSessionId();
+    const live = s.liveSessionId;
     w.fail(deleteSession);
     await expect(s.clearSession()).rejects.toBeInstanceOf(LineageNetworkError);
-    expect(s.currentSessionId).toBe(id);
-    expect(await other.readAll(id)).toHaveLength(1);
+    expect(s.liveSessionId).toBe(live);
+    expect((await other.readConversation(id)).items).toHaveLength(1);
 
     await expect(s.clearSession()).resolves.toBeUndefined();
-    expect(w.lines(deleteSession)).toEqual([`DELETE /sessions/${id}`, `DELETE /sessions/${id}`]);
-    expect(w.lines(createSession)).toEqual([]);
-    expect(s.currentSessionId).toBeUndefined();
-    await expect(other.getSession(id)).rejects.toBeInstanceOf(NotFoundError);
+    expect(w.lines(deleteSession)).toEqual([`DELETE /conversations/${id}`, `DELETE /conversations/${id}`]);
+    expect(w.lines(createSession)).toEqual([`PUT /conversations/${id}`]);
+    expect(s.liveSessionId).toBeUndefined();
+    expect(s.conversationId).toBe(id);
+    await expect(other.getConversation(id)).rejects.toBeInstanceOf(NotFoundError);
   });
 
   it('creates a new session after a concurrent clear completes, not before', async () => {
     const w = wire();
     const old = await existing([user('old')]);
     const s = new LineageSession({ client: w.client(), sessionId: old });
+    await s.getSessionId();
+    const oldRoot = s.liveSessionId!;
     const held = w.hold(deleteSession);
     const clear = s.clearSession();
     await held.reached;
 
     const getId = s.getSessionId();
     await new Promise((r) => setTimeout(r, 50)); // room for a wrongly unqueued create to go out
-    expect(w.lines(createSession)).toEqual([]);
+    expect(w.lines(createSession)).toHaveLength(1);
 
     held.send();
     await expect(clear).resolves.toBeUndefined();
-    const fresh = await getId;
-    expect(fresh).not.toBe(old);
-    expect(w.lines(createSession)).toHaveLength(1);
-    expect(s.currentSessionId).toBe(fresh);
-    await expect(other.getSession(old)).rejects.toBeInstanceOf(NotFoundError);
+    // Ours: the same id, a new (empty) conversation under it, created after the delete.
+    expect(await getId).toBe(old);
+    expect(w.lines()).toEqual([`PUT /conversations/${old}`, `DELETE /conversations/${old}`, `PUT /conversations/${old}`]);
+    expect(s.liveSessionId).not.toBe(oldRoot);
+    expect(await other.getConversation(old)).toMatchObject({ rootSessionId: s.liveSessionId, messageCount: 0 });
+    await expect(other.getSession(oldRoot)).rejects.toBeInstanceOf(NotFoundError);
   });
 
   it.each(['getItems', 'addItems', 'popItem'] as const)('waits for an in-flight lazy %s operation before clearing', async (name) => {
@@ -159,21 +174,20 @@ describe('OpenAIConversationsSession tests, against LineageSession', () => {
     const operation = name === 'getItems' ? s.getItems() : name === 'addItems' ? s.addItems([user('hello')]) : s.popItem();
     const clear = s.clearSession();
     await held.reached;
-    const created = s.currentSessionId!;
+    const created = s.conversationId!;
     await new Promise((r) => setTimeout(r, 50));
     expect(w.lines(deleteSession)).toEqual([]);
 
     held.send();
     await expect(operation).resolves.not.toBeInstanceOf(Error); // it did not fail with 404
     await clear;
-    expect(w.lines(deleteSession)).toEqual([`DELETE /sessions/${created}`]);
-    expect(s.currentSessionId).toBeUndefined();
-    // The requests in call order: create, the operation, then the clear's lineage read and delete.
+    expect(w.lines(deleteSession)).toEqual([`DELETE /conversations/${created}`]);
+    expect(s.liveSessionId).toBeUndefined();
+    // The requests in call order: create, the operation, then the clear's delete.
     expect(w.lines().map((l) => l.replace(created, 'ID'))).toEqual([
-      'POST /sessions',
-      `${name === 'addItems' ? 'POST /sessions/ID/messages' : name === 'popItem' ? 'DELETE /sessions/ID/messages/last' : 'GET /sessions/ID/messages'}`,
-      'GET /sessions/ID/lineage',
-      'DELETE /sessions/ID',
+      'PUT /conversations/ID',
+      `${name === 'addItems' ? 'POST /conversations/ID/messages' : name === 'popItem' ? 'DELETE /conversations/ID/messages/last' : 'GET /conversations/ID/messages'}`,
+      'DELETE /conversations/ID',
     ]);
   });
 
@@ -192,8 +206,8 @@ describe('OpenAIConversationsSession tests, against LineageSession', () => {
     held.fail();
     await addFailed;
     await clear;
-    expect(w.lines(deleteSession)).toEqual([`DELETE /sessions/${id}`]);
-    expect(s.currentSessionId).toBeUndefined();
+    expect(w.lines(deleteSession)).toEqual([`DELETE /conversations/${id}`]);
+    expect(s.liveSessionId).toBeUndefined();
   });
 
   // Not upstream: the same queue keeps two addItems on one object in call order. Without it the
@@ -213,7 +227,7 @@ describe('OpenAIConversationsSession tests, against LineageSession', () => {
     held.send();
     await Promise.all([first, second]);
     expect(await read).toEqual([user('first'), user('second')]);
-    expect(await other.readAll(id)).toEqual([user('first'), user('second')]);
+    expect((await other.readConversation(id)).items).toEqual([user('first'), user('second')]);
   });
 
   // Upstream's conversion tests (system text parts, function_call_output payloads, inline file
@@ -255,7 +269,8 @@ describe('OpenAIConversationsSession tests, against LineageSession', () => {
     const w = wire();
     const s = new LineageSession({ client: w.client() });
     expect(await s.getItems()).toEqual([]);
-    const id = s.currentSessionId!;
+    const id = s.conversationId!;
+    const first = s.liveSessionId!;
     expect(w.lines(createSession)).toHaveLength(1);
 
     await s.addItems([user('hi'), assistant('hello')]);
@@ -265,9 +280,12 @@ describe('OpenAIConversationsSession tests, against LineageSession', () => {
     expect(await s.getItems(1)).toEqual([assistant('hello')]);
 
     await s.clearSession();
-    expect(w.lines(deleteSession)).toEqual([`DELETE /sessions/${id}`]);
-    await expect(other.getSession(id)).rejects.toBeInstanceOf(NotFoundError);
+    expect(w.lines(deleteSession)).toEqual([`DELETE /conversations/${id}`]);
+    await expect(other.getConversation(id)).rejects.toBeInstanceOf(NotFoundError);
+    await expect(other.getSession(first)).rejects.toBeInstanceOf(NotFoundError);
     expect(await s.getItems()).toEqual([]);
-    expect(s.currentSessionId).not.toBe(id);
+    // Ours: the same id after the clear (upstream: a new conversation id).
+    expect(await s.getSessionId()).toBe(id);
+    expect(w.lines(createSession)).toEqual([`PUT /conversations/${id}`, `PUT /conversations/${id}`]);
   });
 });

@@ -12,7 +12,8 @@
 // - runCompaction compacts through the service and returns null (no usage is added to the run).
 // - A compaction replaces old turns with the service's summary: the next run's model input starts
 //   with that summary, not with the full history.
-// - The session follows the live tip: a rotation made by another process between runs is followed.
+// - The session is a conversation (SPEC K1-K2): a rotation made by another process between runs
+//   changes the live session the service appends to, never the session's id (getSessionId()).
 // - A failing compaction does not fail the run (upstream's runner rethrows what runCompaction
 //   throws): it becomes a compaction_failed event, or a console.warn without onEvent.
 import { randomUUID } from 'node:crypto';
@@ -57,6 +58,8 @@ function agentWith(model: Model): Agent {
 }
 
 const json = <T>(v: T): T => JSON.parse(JSON.stringify(v)) as T;
+/** What the service holds for the session's conversation (read by another client). */
+const stored = async (s: LineageSession) => (await other.readConversation(await s.getSessionId())).items;
 const types = (items: unknown[]) => items.map((i) => (i as { type?: string }).type);
 
 describe('run() session persistence, against LineageSession', () => {
@@ -65,7 +68,7 @@ describe('run() session persistence, against LineageSession', () => {
     const agent = agentWith(model);
     const s = new LineageSession({ client: other });
     const first = await createRunner().run(agent, question('h1', 'checkout-api'), { session: s });
-    const afterFirst = await other.readAll(s.currentSessionId!);
+    const afterFirst = await stored(s);
     expect(types(afterFirst)).toEqual(['message', 'function_call', 'function_call_result', 'message']);
     expect(afterFirst).toEqual(json(first.history));
 
@@ -75,7 +78,7 @@ describe('run() session persistence, against LineageSession', () => {
     expect(json(input.slice(0, 4))).toEqual(afterFirst);
     expect(JSON.stringify(input[4])).toContain('[h2] How is auth-gateway doing?');
     expect(input).toHaveLength(5);
-    expect(await other.readAll(s.currentSessionId!)).toHaveLength(8);
+    expect(await stored(s)).toHaveLength(8);
   });
 
   it('persists streamed input and output as one turn', async () => {
@@ -89,9 +92,9 @@ describe('run() session persistence, against LineageSession', () => {
     }
     await result.completed;
     expect(String(result.finalOutput)).toContain('[st] payments-worker is healthy');
-    const stored = await other.readAll(s.currentSessionId!);
-    expect(types(stored)).toEqual(['message', 'function_call', 'function_call_result', 'message']);
-    expect(stored).toEqual(json(result.history));
+    const items = await stored(s);
+    expect(types(items)).toEqual(['message', 'function_call', 'function_call_result', 'message']);
+    expect(items).toEqual(json(result.history));
   });
 
   it('invokes runCompaction after persisting each turn, with the response id; ours compacts by policy and adds no usage', async () => {
@@ -129,10 +132,12 @@ describe('run() session persistence, against LineageSession', () => {
       ['p3', 'auth-gateway'],
     ] as const)
       await createRunner().run(agent, question(tag, svc), { session: s });
-    const before = s.currentSessionId!;
+    const before = s.liveSessionId!;
+    const id = await s.getSessionId();
     const response = await s.compact();
     expect(response).toMatchObject({ outcome: 'compressed', mode: 'rotate' });
-    expect(s.currentSessionId).not.toBe(before);
+    expect(s.liveSessionId).not.toBe(before);
+    expect(await s.getSessionId()).toBe(id);
 
     model.inputs.length = 0;
     await createRunner().run(agent, question('p4', 'payments-worker'), { session: s });
@@ -143,18 +148,20 @@ describe('run() session persistence, against LineageSession', () => {
     expect(json(input.slice(0, -1))).toEqual(response.messages);
   });
 
-  it('by design: a rotation another process made between runs is followed; the run appends to the live tip', async () => {
+  it('K2 by design: a rotation another process made between runs is followed; the run appends to the live tip, the id stays', async () => {
     const events: LineageSessionEvent[] = [];
     const s = new LineageSession({ client: other, onEvent: (e) => events.push(e) });
     const agent = agentWith(new RecordingModel());
     await createRunner().run(agent, question('f1', 'checkout-api'), { session: s });
-    const root = s.currentSessionId!;
-    const rotated = await other.compress(root, { mode: 'rotate', keepLast: 1 });
+    const id = await s.getSessionId();
+    const root = s.liveSessionId!;
+    const rotated = await other.compressConversation(id, { mode: 'rotate', keepLast: 1 });
     expect(rotated.sessionId).not.toBe(root);
 
     await createRunner().run(agent, question('f2', 'auth-gateway'), { session: s });
-    expect(s.currentSessionId).toBe(rotated.sessionId);
-    expect(events.some((e) => e.type === 'followed' && e.from === root && e.to === rotated.sessionId)).toBe(true);
+    expect(s.liveSessionId).toBe(rotated.sessionId);
+    expect(await s.getSessionId()).toBe(id);
+    expect(events).toContainEqual({ type: 'followed', from: root, to: rotated.sessionId, via: 'rotation' });
     const live = await other.readAll(rotated.sessionId);
     expect(JSON.stringify(live.at(-1))).toContain('[f2] auth-gateway is healthy');
     expect((await other.getSession(root)).messageCount).toBe(4); // nothing of the second run landed on the ended root
@@ -167,10 +174,14 @@ describe('run() session persistence, against LineageSession', () => {
     const s = new LineageSession({ client: w.client(), compaction: { afterTurnAboveItems: 0 }, onEvent: (e) => events.push(e) });
     const result = await createRunner().run(agentWith(new RecordingModel()), question('x1', 'checkout-api'), { session: s });
     expect(String(result.finalOutput)).toContain('[x1] checkout-api is degraded');
-    expect(await other.readAll(s.currentSessionId!)).toHaveLength(4);
+    expect(await stored(s)).toHaveLength(4);
     const failed = events.filter((e) => e.type === 'compaction_failed');
     expect(failed).toHaveLength(1);
-    expect(failed[0]).toMatchObject({ sessionId: s.currentSessionId, error: expect.any(LineageNetworkError) });
+    expect(failed[0]).toMatchObject({
+      conversationId: s.conversationId,
+      sessionId: s.liveSessionId,
+      error: expect.any(LineageNetworkError),
+    });
   });
 
   it('by design: without onEvent a failing compaction is a console warning, and the run still succeeds', async () => {
