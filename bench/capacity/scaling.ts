@@ -69,7 +69,10 @@ async function level(opts: ScalingOptions, concurrency: number): Promise<Scaling
   const tableName = `capacity-scaling-${concurrency}-${randomUUID().slice(0, 8)}`;
   const admin = createDynamoClient({ endpoint: opts.endpoint, maxAttempts: 3 });
   await ensureTable(admin, tableName);
-  const rt = new Runtime({ env: { ...opts.env, TABLE_NAME: tableName } });
+  // The per-tenant limits (50 req/s by default) would refuse the scaling run's own load: it measures the store and the lease.
+  const rt = new Runtime({
+    env: { ...opts.env, TABLE_NAME: tableName, RATE_LIMIT_REQUESTS_PER_SECOND: '0', RATE_LIMIT_COMPRESSIONS_PER_MINUTE: '0' },
+  });
   try {
     const core = await rt.core();
     const http = httpAs(await httpDeps(rt), await apiKeyFor(core, `scale-${concurrency}`));
