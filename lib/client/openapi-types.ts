@@ -980,7 +980,7 @@ export interface operations {
             };
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
-            /** @description format_mismatch: the conversation exists with another format */
+            /** @description format_mismatch: the conversation exists with another format; conflict: the id is a session of another conversation (an old session id), whose id the body's conversationId names */
             409: {
                 headers: {
                     [name: string]: unknown;

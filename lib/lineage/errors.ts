@@ -33,6 +33,24 @@ export class ConversationNotFoundError extends LineageError {
   }
 }
 
+/**
+ * K1: a PUT under an id that is a session of another conversation (a session id from before
+ * conversations, say): creating one would start an empty conversation beside that chain.
+ */
+export class SessionIdNotConversationError extends LineageError {
+  override readonly name = 'SessionIdNotConversationError';
+  constructor(
+    readonly id: string,
+    readonly conversationId: string,
+  ) {
+    super(`${id} is a session of conversation ${conversationId}, not a conversation: continue with ${conversationId}`, {
+      status: 409,
+      code: 'conflict',
+      details: { conversationId },
+    });
+  }
+}
+
 /** K1: PUT with an explicit format other than the existing conversation's. */
 export class FormatMismatchError extends LineageError {
   override readonly name = 'FormatMismatchError';

@@ -5,7 +5,13 @@
 import { randomUUID } from 'node:crypto';
 import { QueryCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import { InvalidCursorError } from '../cursor.js';
-import { ConversationNotFoundError, FormatMismatchError, SessionNotFoundError, StoreRetryableError } from '../errors.js';
+import {
+  ConversationNotFoundError,
+  FormatMismatchError,
+  SessionIdNotConversationError,
+  SessionNotFoundError,
+  StoreRetryableError,
+} from '../errors.js';
 import type { ConversationPage, ConversationRecord, CreateConversationInput, EnsureConversationResult } from '../types.js';
 import {
   conversationKey,
@@ -37,7 +43,7 @@ export class Conversations {
 
   async get(tenantId: string, conversationId: string): Promise<ConversationRecord | null> {
     const item = await this.table.getItem<ConversationItem>(conversationKey(tenantId, conversationId));
-    return item ? toConversationRecord(item) : this.adoptLegacyChain(tenantId, conversationId);
+    return item ? toConversationRecord(item) : (await this.adoptLegacyChain(tenantId, conversationId)).conversation;
   }
 
   /**
@@ -45,18 +51,23 @@ export class Conversations {
    * conversation named by its root session's id, but has no CONV record. It is written on first
    * use, in one transaction with the conversation id on the live tip (so the tip's rotation moves
    * the record, K2), conditioned on that tip still being live and the record still absent; a
-   * rotation or another adopter in between sends us round again. Null when the id names no such
-   * root (or its chain has no live session left).
+   * rotation or another adopter in between sends us round again. No conversation when the id names
+   * no such root (or its chain has no live session left); then `session` is the session of that id, if any.
    */
-  private async adoptLegacyChain(tenantId: string, conversationId: string): Promise<ConversationRecord | null> {
+  private async adoptLegacyChain(
+    tenantId: string,
+    conversationId: string,
+  ): Promise<{ conversation: ConversationRecord | null; session?: MetaItem }> {
     const key = conversationKey(tenantId, conversationId);
     for (const _round of rounds({ max: MAX_ROUNDS })) {
       const root = await this.table.getMeta({ tenantId, sessionId: conversationId });
       // A root made since conversations names its own (a deleted conversation leaves it so): not legacy.
-      if (!root || root.conversationId !== undefined || root.parentSessionId !== undefined || root.deletedAt) return null;
+      if (!root) return { conversation: null };
+      if (root.conversationId !== undefined || root.parentSessionId !== undefined || root.deletedAt)
+        return { conversation: null, session: root };
       const chain = await chainOf(this.table, { tenantId, sessionId: root.sessionId });
       const tip = chain[chain.length - 1]!;
-      if (tip.deletedAt || tip.endedAt || tip.childSessionId) return null;
+      if (tip.deletedAt || tip.endedAt || tip.childSessionId) return { conversation: null, session: root };
       const at = this.table.isoNow();
       const item: ConversationItem = {
         ...conversationItemFor(root, conversationId),
@@ -77,11 +88,11 @@ export class Conversations {
             { ':c': conversationId },
           ),
         ]);
-        return toConversationRecord(item);
+        return { conversation: toConversationRecord(item) };
       } catch (err) {
         if (!isConditionFailure(err)) throw err;
         const now = await this.table.getItem<ConversationItem>(key);
-        if (now) return toConversationRecord(now);
+        if (now) return { conversation: toConversationRecord(now) };
       }
     }
     throw new StoreRetryableError(`conversation ${conversationId}: its chain kept changing while its record was written`);
@@ -96,8 +107,17 @@ export class Conversations {
       return { created: false, conversation: found };
     };
     for (const _round of rounds({ max: MAX_ROUNDS })) {
-      const found = await this.get(tenantId, conversationId);
+      const item = await this.table.getItem<ConversationItem>(conversationKey(tenantId, conversationId));
+      if (item) return existing(toConversationRecord(item));
+      const { conversation: found, session } = await this.adoptLegacyChain(tenantId, conversationId);
       if (found) return existing(found);
+      if (
+        session &&
+        !session.deletedAt &&
+        (session.parentSessionId !== undefined || (session.conversationId ?? conversationId) !== conversationId)
+      ) {
+        throw new SessionIdNotConversationError(conversationId, await this.conversationOf(session));
+      }
       try {
         const r = await this.sessions.create({
           tenantId,
@@ -131,6 +151,14 @@ export class Conversations {
       }
     }
     throw new StoreRetryableError(`create conversation ${conversationId}: it kept being created and deleted`);
+  }
+
+  /** The conversation a session belongs to: its own record's, else (a chain from before conversations) its root's id. */
+  private async conversationOf(session: MetaItem): Promise<string> {
+    if (session.conversationId !== undefined) return session.conversationId;
+    if (session.rootSessionId !== undefined) return session.rootSessionId;
+    const chain = await chainOf(this.table, { tenantId: session.tenantId, sessionId: session.sessionId });
+    return chain[0]!.sessionId;
   }
 
   async list(tenantId: string, limit: number, cursor?: string): Promise<ConversationPage> {

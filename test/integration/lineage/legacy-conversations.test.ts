@@ -4,6 +4,8 @@
 import { randomUUID } from 'node:crypto';
 import { DeleteCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import { afterAll, describe, expect, it } from 'vitest';
+import { fromDomainError } from '../../../lib/api/errors.js';
+import { SessionIdNotConversationError } from '../../../lib/lineage/errors.js';
 import { conversationKey } from '../../../lib/lineage/dynamo/conversation-row.js';
 import { sessionPk } from '../../../lib/lineage/dynamo/keys.js';
 import type { SessionRef } from '../../../lib/session-ref.js';
@@ -66,5 +68,19 @@ describe('chains from before conversations (K1, K2)', () => {
     expect(await store.getConversation(tenantId, 'no-such-id')).toBeNull();
     await store.deleteSession({ tenantId, sessionId: child });
     expect(await store.getConversation(tenantId, root.sessionId)).toBeNull();
+  });
+
+  it('K1: a PUT under the id of a session of another conversation is 409 naming that conversation, and creates nothing', async () => {
+    const { tenantId, root, child } = await legacyChainOfTwo();
+    const err = await store.ensureConversation({ tenantId, conversationId: child }, false).catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(SessionIdNotConversationError);
+    expect(fromDomainError(err)).toMatchObject({ status: 409, code: 'conflict', details: { conversationId: root.sessionId } });
+    // A conversation made since: its root's and its child's ids both name it.
+    const made = await store.ensureConversation({ tenantId, conversationId: 'user_123' }, false);
+    const madeChild = await rotate({ tenantId, sessionId: made.conversation.rootSessionId });
+    for (const id of [made.conversation.rootSessionId, madeChild]) {
+      await expect(store.ensureConversation({ tenantId, conversationId: id }, false)).rejects.toMatchObject({ conversationId: 'user_123' });
+      expect(await store.getConversation(tenantId, id)).toBeNull();
+    }
   });
 });
