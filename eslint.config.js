@@ -98,6 +98,16 @@ export default tseslint.config(
       ],
     },
   },
+  // bench/ imports the shared fixtures (test/fixtures); no test imports bench/ (issue 25).
+  {
+    files: ['test/**/*.ts'],
+    rules: {
+      'no-restricted-imports': [
+        'error',
+        { patterns: [{ regex: '(^|/)bench/', message: 'tests do not import bench/: share through test/fixtures or infra/.' }] },
+      ],
+    },
+  },
   {
     files: ['test/**/*.ts', 'bench/**/*.ts'],
     rules: {

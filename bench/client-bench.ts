@@ -1,54 +1,14 @@
-// The client's size (issue 12 goal: under 30 KB minified, without the Agents SDK): lib/client
-// bundled by esbuild as an agent's own bundler would, minified, with @openai/agents-core
-// external (LineageSession imports only its types, so nothing of it would be bundled anyway).
+// The client bundle's goal row (client-bundle-kb): measured by infra/client-bundle.ts.
 // Runs alone with `tsx bench/client-bench.ts`.
-import { gzipSync } from 'node:zlib';
-import { fileURLToPath, pathToFileURL } from 'node:url';
-import { build } from 'esbuild';
+import { pathToFileURL } from 'node:url';
+import { CLIENT_BUNDLE_TARGET_KIB, measureClientBundle, type ClientBundleResult } from '../infra/client-bundle.js';
 import type { GoalRow } from './bundle-bench.js';
 
-export const CLIENT_BUNDLE_TARGET_KIB = 30;
-
-export interface ClientBundleResult {
-  bytes: number;
-  kib: number;
-  gzipKib: number;
-  /** Bytes each input contributes to the minified output (openapi-fetch vs our modules). */
-  inputs: { path: string; kib: number }[];
-  goal: GoalRow;
-}
-
-// Both entries of @session-lineage/client: the HTTP client and LineageSession.
-const clientDir = fileURLToPath(new URL('../lib/client/', import.meta.url));
-const kib = (bytes: number) => Math.round((bytes / 1024) * 10) / 10;
-
-export async function benchClientBundle(): Promise<ClientBundleResult> {
-  const out = await build({
-    stdin: { contents: "export * from './index.ts'; export * from './agents.ts';", resolveDir: clientDir, loader: 'ts' },
-    bundle: true,
-    minify: true,
-    format: 'esm',
-    platform: 'neutral',
-    mainFields: ['module', 'main'],
-    target: 'node20',
-    external: ['@openai/agents-core'],
-    legalComments: 'none',
-    write: false,
-    metafile: true,
-    logLevel: 'silent',
-  });
-  const file = out.outputFiles[0]!;
-  const output = Object.values(out.metafile.outputs)[0]!;
-  const inputs = Object.entries(output.inputs)
-    .map(([path, i]) => ({ path, kib: kib(i.bytesInOutput) }))
-    .sort((a, b) => b.kib - a.kib);
-  const measured = kib(file.contents.byteLength);
+export async function benchClientBundle(): Promise<ClientBundleResult & { goal: GoalRow }> {
+  const r = await measureClientBundle();
   return {
-    bytes: file.contents.byteLength,
-    kib: measured,
-    gzipKib: kib(gzipSync(file.contents).byteLength),
-    inputs,
-    goal: { id: 'client-bundle-kb', measured, target: CLIENT_BUNDLE_TARGET_KIB, unit: 'KiB', met: measured < CLIENT_BUNDLE_TARGET_KIB },
+    ...r,
+    goal: { id: 'client-bundle-kb', measured: r.kib, target: CLIENT_BUNDLE_TARGET_KIB, unit: 'KiB', met: r.kib < CLIENT_BUNDLE_TARGET_KIB },
   };
 }
 
