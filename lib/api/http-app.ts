@@ -10,8 +10,14 @@ import { matchRoute, type RouteDeps, type RouteResult } from './routes.js';
 import { conversationIdParam, sessionIdParam } from './schemas.js';
 import type { LimitKind, TenantLimiter } from './tenant-limits.js';
 import { safeParse } from '../validation.js';
+import { StoreOutcomeUnknownError, StoreRetryableError } from '../lineage/errors.js';
 
 export const DEFAULT_MAX_BODY_BYTES = MAX_BODY_BYTES;
+/**
+ * Invocation time kept back to answer in: past the function's timeout the runtime answers an
+ * opaque 500 for a request whose write may have landed (a store stall outlasting its retries).
+ */
+export const ANSWER_MARGIN_MS = 1_000;
 
 export interface ApiDeps extends RouteDeps {
   apiKeys: ApiKeyResolver;
@@ -111,16 +117,18 @@ export async function handleRequest(req: HttpRequest, deps: ApiDeps, inv: Invoca
             deps.maxBodyBytes ?? DEFAULT_MAX_BODY_BYTES,
           )
         : undefined;
-    const result = await route.handle({
-      tenantId,
-      params: validParams,
-      query: Object.fromEntries(Object.entries(req.query).filter((e): e is [string, string] => e[1] !== undefined)),
-      body,
-      headers,
-      requestId: inv.requestId,
-      ...(inv.remainingTimeMs ? { remainingTimeMs: inv.remainingTimeMs } : {}),
-      deps,
-    });
+    const result = await withinInvocation(method, inv, () =>
+      route.handle({
+        tenantId,
+        params: validParams,
+        query: Object.fromEntries(Object.entries(req.query).filter((e): e is [string, string] => e[1] !== undefined)),
+        body,
+        headers,
+        requestId: inv.requestId,
+        ...(inv.remainingTimeMs ? { remainingTimeMs: inv.remainingTimeMs } : {}),
+        deps,
+      }),
+    );
     return respond(result, inv.requestId);
   } catch (err) {
     const mapped = fromDomainError(err);
@@ -135,5 +143,34 @@ export async function handleRequest(req: HttpRequest, deps: ApiDeps, inv: Invoca
       error: errorFields(err),
     });
     return errorResponse(new HttpError(500, 'internal', 'internal error'), inv.requestId);
+  }
+}
+
+/**
+ * The route's answer, or, when the invocation is about to time out first, 503: `outcome_unknown`
+ * for a write (it may still land: never "nothing applied"), `unavailable` for a read.
+ */
+async function withinInvocation<T>(method: string, inv: Invocation, work: () => Promise<T>): Promise<T> {
+  const remaining = inv.remainingTimeMs;
+  if (!remaining) return work();
+  const running = work();
+  let timer: NodeJS.Timeout | undefined;
+  const late = new Promise<never>((_, reject) => {
+    timer = setTimeout(
+      () => {
+        running.catch(() => undefined); // its late end has no one to answer
+        reject(
+          method === 'GET'
+            ? new StoreRetryableError('the request ran out of invocation time')
+            : new StoreOutcomeUnknownError('the request ran out of invocation time before the store confirmed it'),
+        );
+      },
+      Math.max(0, remaining() - ANSWER_MARGIN_MS),
+    );
+  });
+  try {
+    return await Promise.race([running, late]);
+  } finally {
+    clearTimeout(timer);
   }
 }
