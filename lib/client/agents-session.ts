@@ -18,7 +18,8 @@ import { assertJsonValue } from './json-values.js';
 import type { CompressMode, CompressOrigin, CompressResponse, Item, Session } from './types.js';
 
 /** K1's conversation id rule, checked before any request (the service answers 400 otherwise). */
-const CONVERSATION_ID = /^[A-Za-z0-9._:@-]{1,128}$/;
+/** K1's rule, less `.` and `..`, which a URL resolves away (`/conversations/..` is `/`): no request could name them. */
+const CONVERSATION_ID = /^(?!\.{1,2}$)[A-Za-z0-9._:@-]{1,128}$/;
 
 export type LineageSessionEvent =
   /** This object's PUT created the conversation (first use, or the first after clearSession); `sessionId` is its root session. */
@@ -84,7 +85,7 @@ export class LineageSession implements OpenAIResponsesCompactionAwareSession {
     const id = opts.sessionId;
     if (id !== undefined && !CONVERSATION_ID.test(id))
       throw new TypeError(
-        `LineageSession: sessionId ${JSON.stringify(id.slice(0, 140))} is not a conversation id (1-128 characters of letters, digits and "._:@-")`,
+        `LineageSession: sessionId ${JSON.stringify(id.slice(0, 140))} is not a conversation id (1-128 characters of letters, digits and "._:@-", not "." or "..")`,
       );
     this.#client = opts.client;
     this.#opts = opts;

@@ -56,15 +56,17 @@ describe('LineageSession: the Session methods', () => {
 
   it('K1: a bad id is refused before any request, with an error naming the rule', async () => {
     const { client, seen } = recording();
-    for (const bad of ['', 'has space', 'a/b', 'ü', 'x'.repeat(129), 'query?x=1']) {
+    // '.' and '..' fit the characters but a URL resolves them away: no request could name them.
+    for (const bad of ['', 'has space', 'a/b', 'ü', 'x'.repeat(129), 'query?x=1', '.', '..']) {
       expect(() => new LineageSession({ client, sessionId: bad }), JSON.stringify(bad)).toThrow(
-        /is not a conversation id \(1-128 characters of letters, digits and "\._:@-"\)/,
+        /is not a conversation id \(1-128 characters of letters, digits and "\._:@-", not "\." or "\.\."\)/,
       );
     }
+    expect(await new LineageSession({ client, sessionId: '...' }).getSessionId()).toBe('...');
     const longest = `${'a'.repeat(120)}._:@-789`;
     expect(longest).toHaveLength(128);
     expect(await new LineageSession({ client, sessionId: longest }).getSessionId()).toBe(longest);
-    expect(seen.map((r) => r.method)).toEqual(['PUT']);
+    expect(seen.map((r) => r.method)).toEqual(['PUT', 'PUT']);
   });
 
   it('K1/A1: a conversation of another format is a clear error, not a silent mix', async () => {
