@@ -35,6 +35,8 @@ export function goalsOf(r: BenchResults): GoalRow[] {
     goals.push(atMost('P5-append-warm-calls', Math.max(...r.append.map((a) => a.warmCalls)), 1, 'calls'));
     goals.push(atMost('P5-append-ratio', Math.max(...r.append.map((a) => a.warmVsBareTransaction.ratioP50)), 1.3, 'x'));
   }
+  // P5: a read (tail or page) is at most two DynamoDB calls.
+  if (r.reads?.length) goals.push(atMost('P5-read-calls', Math.max(...r.reads.map((x) => x.calls)), 2, 'calls'));
   // A7 (issue 19): packed rows write no more than one row per item did, and tail=20 reads no more.
   const small = r.storage?.find((s) => s.measure.startsWith('append of 10 items'));
   if (small?.oldLayout)

@@ -1,6 +1,6 @@
 // Renders bench results as a plain-text table and as bench/README.md (with the last chaos counts).
 import type { JsonBodyBenchResult } from './json-body-bench.js';
-import type { AppendRow, StorageRow } from './storage-bench.js';
+import type { AppendRow, ReadRow, StorageRow } from './storage-bench.js';
 import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import type { BundleRow } from './bundle-bench.js';
 import type { CommitBenchResult } from './commit-bench.js';
@@ -37,6 +37,8 @@ export interface BenchResults {
   storage?: StorageRow[];
   /** P5: warm and cold appends counted, a warm one timed against a bare TransactWriteItems (bench/storage-bench.ts). */
   append?: AppendRow[];
+  /** P5: a tail and a page, calls counted, timed against a bare Query of the same rows (bench/storage-bench.ts). */
+  reads?: ReadRow[];
   /** SPEC P1-P4 and the issues' targets, from this run. */
   goals?: GoalRow[];
 }
@@ -113,6 +115,15 @@ export function sections(r: BenchResults): string[] {
             `${a.warmCalls} / ${a.coldCalls}`,
             ...cmp(a.warmVsBareTransaction).split(' | '),
           ]),
+        ),
+    );
+  }
+  if (r.reads) {
+    out.push(
+      `### Reads (SPEC P5): calls counted, timed against a bare Query of the same rows\n\n` +
+        table(
+          ['read of 200 items (20 rows of 10)', 'DynamoDB calls', 'read p50 / p99', 'bare Query p50 / p99', 'ratio of p50s'],
+          r.reads.map((x) => [x.read, String(x.calls), ...cmp(x.vsBareQuery).split(' | ')]),
         ),
     );
   }

@@ -19,7 +19,7 @@ import { benchLease } from './lease-bench.js';
 import { benchQuorumLoss } from './quorum-bench.js';
 import { writeReadme, summaryTable, type BenchResults } from './report.js';
 import { benchScale } from './scale-bench.js';
-import { benchAppend, benchStorage } from './storage-bench.js';
+import { benchAppend, benchReads, benchStorage } from './storage-bench.js';
 import { benchTokens } from './token-bench.js';
 
 const scale = Number(process.env.BENCH_SCALE ?? 1) || 1;
@@ -80,6 +80,8 @@ try {
     results.storage = await benchStorage(stack);
     step('append vs a bare transaction (P5)');
     results.append = await benchAppend(stack, n(60));
+    step('reads vs a bare Query (P5)');
+    results.reads = await benchReads(stack, n(60));
   }
   if (want('quorum')) {
     step('quorum loss');

@@ -5,7 +5,7 @@
 // The old layout's append is sent as the old code sent it: one TransactWriteItems of the record
 // update and one `MSG#<gen>#<seq>` row per item; its tail=20 is the same store reading those rows.
 import { randomUUID } from 'node:crypto';
-import { DynamoDBDocumentClient, TransactWriteCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
+import { DynamoDBDocumentClient, QueryCommand, TransactWriteCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import { stackEnv, type LocalStack } from '../infra/local/stack.js';
 import type { Item } from '../lib/items/types.js';
 import { messageSk, metaKey, sessionPk } from '../lib/lineage/dynamo/keys.js';
@@ -21,6 +21,13 @@ export interface AppendRow {
   warmCalls: number;
   coldCalls: number;
   warmVsBareTransaction: Comparison;
+}
+
+export interface ReadRow {
+  read: string;
+  /** DynamoDB calls of the store's read, counted. */
+  calls: number;
+  vsBareQuery: Comparison;
 }
 
 export interface StorageRow {
@@ -191,4 +198,48 @@ export async function benchAppend(stack: LocalStack, iterations: number): Promis
     await probe.close();
   }
   return out;
+}
+
+/**
+ * P5 (issue 23 item 4): reads timed against a bare Query of the same rows. The store's read is the
+ * record (GetItem: generation, lastSeq, liveness) and then that Query: two calls, so about 2x.
+ */
+export async function benchReads(stack: LocalStack, iterations: number): Promise<ReadRow[]> {
+  process.env.POWERTOOLS_LOG_LEVEL ??= 'ERROR';
+  const probe = await startProbe({ env: stackEnv(stack), endpoint: stack.dynamodbEndpoint, tableName: `read-bench-${Date.now()}` });
+  const doc = DynamoDBDocumentClient.from(probe.core.dynamo);
+  const store = probe.core.store;
+  try {
+    // 200 items of 200 B in 20 appends of 10: 20 rows of 10 items.
+    const ref = await session(probe, 'chat');
+    for (let a = 0; a < 20; a++) {
+      await store.appendItems(ref, { prepare: asIs(Array.from({ length: 10 }, (_, i) => text(200, `${a}.${i}:`))) });
+    }
+    const bare = (rows: number, newestFirst: boolean) => () =>
+      doc.send(
+        new QueryCommand({
+          TableName: probe.tableName,
+          KeyConditionExpression: 'pk = :pk AND begins_with(sk, :msg)',
+          ExpressionAttributeValues: { ':pk': sessionPk(ref), ':msg': 'MSG#' },
+          ScanIndexForward: !newestFirst,
+          Limit: rows,
+        }),
+      );
+    const tail = await probe.measure('tail=20', () => store.readTail(ref, 20, 4_500_000));
+    const page = await probe.measure('page of 100', () => store.readPage(ref, { limit: 100, maxBytes: 4_500_000 }));
+    return [
+      {
+        read: 'tail=20 (2 rows)',
+        calls: tail.answer.calls,
+        vsBareQuery: await interleave(iterations, () => store.readTail(ref, 20, 4_500_000), bare(2, true)),
+      },
+      {
+        read: 'page of 100 (10 rows)',
+        calls: page.answer.calls,
+        vsBareQuery: await interleave(iterations, () => store.readPage(ref, { limit: 100, maxBytes: 4_500_000 }), bare(10, false)),
+      },
+    ];
+  } finally {
+    await probe.close();
+  }
 }
