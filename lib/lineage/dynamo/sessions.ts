@@ -2,7 +2,6 @@
 // reads (A5), pop and delete (A6). Appends never look at the lease (I4); they condition on the
 // session's version, so two appends can never take the same sequence numbers.
 import { randomUUID } from 'node:crypto';
-import type { Item } from '../../items/types.js';
 import type { SessionRef } from '../../session-ref.js';
 import {
   CountMismatchError,
@@ -10,7 +9,6 @@ import {
   SessionEndedError,
   SessionExistsError,
   SessionNotFoundError,
-  CursorStaleError,
   StoreOutcomeUnknownError,
   StoreRetryableError,
 } from '../errors.js';
@@ -20,18 +18,15 @@ import type {
   AppendResult,
   CreateResult,
   CreateSessionInput,
-  ItemPage,
-  TailRead,
-  PageRequest,
   PopResult,
   PreparedItems,
   SessionRecord,
   StoredResponse,
 } from '../types.js';
 import { idempotencyRecord, liveRecord, replay, type IdempotencyRecord } from './idempotency.js';
-import { rowLimit, toSessionRecord, type MetaItem } from './meta-row.js';
-import { appendIdempotencyKey, attemptShardOf, createIdempotencyKey, metaKey, partsTaskSk, sessionPk, taskSk } from './keys.js';
-import { runPartsTask } from './parts.js';
+import { toSessionRecord, type MetaItem } from './meta-row.js';
+import { appendIdempotencyKey, attemptShardOf, createIdempotencyKey, metaKey, sessionPk, taskSk } from './keys.js';
+import { dropParts, partsTask, partsTaskCheck, writeParts } from './parts.js';
 import { encodeItems, packRows, rowItems, type Encoded, type RowRef } from './rows.js';
 import { updateExpression } from './expression.js';
 import { claimTurn, foreignTurnWait, holdsTurn, TURN_AFTER_LOSSES } from './append-turn.js';
@@ -59,11 +54,6 @@ const MAX_WRITE_ROUNDS = 40;
  * written at all (DynamoDB refusing or stalling) within one request's time.
  */
 const APPEND_DEADLINE_MS = 15_000;
-/**
- * How long chunks written ahead of a commit wait before the sweep may remove them: past the
- * longest Lambda invocation (15 min), so only chunks whose writer is gone are removed.
- */
-const PARTS_GRACE_MS = 30 * 60_000;
 
 /** Whether an append's rows, the record update and the key's record fit one transaction. */
 function fitsOneTransaction(table: Table, rows: { heads: unknown[]; parts: unknown[]; bytes: number }, withKey: boolean): boolean {
@@ -153,12 +143,12 @@ export class Sessions {
     const ahead: { w?: string } = {};
     try {
       const result = await this.appendRounds(ref, input, idemKey, first, ahead, cached);
-      if (result.replayed && ahead.w) await this.dropParts(pk, ahead.w);
+      if (result.replayed && ahead.w) await dropParts(this.table, pk, ahead.w);
       return result;
     } catch (err) {
       // Chunks written ahead of a commit that did not land are removed now (the sweep's task
       // otherwise); after an unconfirmed commit they may be referenced, and the task says which.
-      if (ahead.w && !(err instanceof StoreOutcomeUnknownError)) await this.dropParts(pk, ahead.w);
+      if (ahead.w && !(err instanceof StoreOutcomeUnknownError)) await dropParts(this.table, pk, ahead.w);
       throw err;
     }
   }
@@ -224,7 +214,7 @@ export class Sessions {
       if (!fitsOneTransaction(this.table, rows, idem !== undefined)) {
         // A7 beyond one transaction: the chunks go first under a write id nobody reads, then one
         // conditional transaction makes them visible (rows.ts, README "Storage layout").
-        ahead.w ??= await this.writeParts(pk, groups);
+        ahead.w ??= await writeParts(this.table, pk, groups);
         rows = rowItems(pk, meta.generation, meta.lastSeq + 1, groups, ahead.w);
         if (rows.heads.length + 3 > TRANSACTION_ENTRIES) throw new ItemTooLargeError(-1, rows.bytes, MAX_APPEND_BYTES);
       }
@@ -257,7 +247,7 @@ export class Sessions {
           },
         ),
         ...rows.heads.map((m) => this.table.put(m)),
-        ...(ahead.w ? [this.partsTaskCheck(pk, ahead.w)] : rows.parts.map((m) => this.table.put(m))),
+        ...(ahead.w ? [partsTaskCheck(this.table, pk, ahead.w)] : rows.parts.map((m) => this.table.put(m))),
       ];
       if (idem && idemKey) {
         const record = idempotencyRecord(
@@ -318,71 +308,6 @@ export class Sessions {
       await sleep(Math.min(poll, Math.max(sealWait, turnWait)));
       read = await this.table.getMeta(ref);
     }
-  }
-
-  /**
-   * Writes an append's chunks ahead of its commit (beyond one transaction): first a task the
-   * sweep runs if the commit never lands, then the chunks under a fresh write id. Returns the id.
-   */
-  private async writeParts(pk: string, groups: readonly Encoded[][]): Promise<string> {
-    const w = randomUUID();
-    await this.table.putAll([this.partsTask(pk, w, this.table.now() + PARTS_GRACE_MS)]);
-    await this.table.putAll(rowItems(pk, 0, 1, groups, w).parts);
-    return w;
-  }
-
-  /** The sweep's task for chunks of write `scope` (a write id, or one row of it) once `dueAt` passes. */
-  private partsTask(pk: string, scope: string, dueAt: number): Record<string, unknown> {
-    return {
-      pk,
-      sk: partsTaskSk(scope),
-      kind: 'parts',
-      scope,
-      attemptShard: attemptShardOf(pk, this.table.attemptShards),
-      leaseExpiresAt: dueAt,
-    };
-  }
-
-  /** The commit removes the task, and lands only while it exists: chunks the sweep removed are never referenced. */
-  private partsTaskCheck(pk: string, w: string): TransactItem {
-    return { Delete: { TableName: this.table.name, Key: { pk, sk: partsTaskSk(w) }, ConditionExpression: EXISTS } };
-  }
-
-  private async dropParts(pk: string, w: string): Promise<void> {
-    await runPartsTask(this.table, pk, w).catch((err: unknown) =>
-      this.table.warn('removing unused chunks failed; the sweep will', err, { pk, writeId: w }),
-    );
-  }
-
-  async readPage(ref: SessionRef, page: PageRequest): Promise<ItemPage> {
-    const meta = await this.table.requireMeta(ref);
-    if (page.from && page.from.generation !== meta.generation) throw new CursorStaleError(ref.sessionId);
-    const { items, more } = await this.table.queryRange(sessionPk(ref), meta.generation, (page.from?.afterSeq ?? 0) + 1, meta.lastSeq, {
-      limit: page.limit,
-      maxBytes: page.maxBytes,
-      rowLimit: (n) => rowLimit(meta, n),
-    });
-    const last = items.at(-1);
-    // Past lastSeq nothing is visible (a failed commit's leftovers), so a page ending there is the last.
-    const next = more && last && last.seq < meta.lastSeq ? { generation: meta.generation, afterSeq: last.seq } : null;
-    return { session: toSessionRecord(meta), items: items.map(itemOf), next };
-  }
-
-  async readTail(ref: SessionRef, limit: number, maxBytes: number): Promise<TailRead> {
-    const meta = await this.table.requireMeta(ref);
-    const { items, more } = await this.table.queryRange(sessionPk(ref), meta.generation, 1, meta.lastSeq, {
-      limit,
-      maxBytes,
-      newestFirst: true,
-      rowLimit: (n) => rowLimit(meta, n),
-    });
-    // Short of `limit` with more left means the size bound cut it, not the start of the session.
-    return { session: toSessionRecord(meta), items: items.reverse().map(itemOf), truncated: more && items.length < limit };
-  }
-
-  async readAll(ref: SessionRef): Promise<Item[]> {
-    const meta = await this.table.requireMeta(ref);
-    return this.table.readItems(sessionPk(ref), meta.generation, 1, meta.lastSeq);
   }
 
   async popLast(ref: SessionRef): Promise<PopResult> {
@@ -460,7 +385,9 @@ export class Sessions {
     return [
       { Delete: { TableName: this.table.name, Key: head, ConditionExpression: EXISTS } },
       ...row.partKeys.map((Key) => ({ Delete: { TableName: this.table.name, Key: { pk: row.pk, sk: Key } } })),
-      ...(row.w ? [this.table.put(this.partsTask(row.pk, `${row.w}#${String(row.h ?? 0).padStart(4, '0')}`, this.table.now()))] : []),
+      ...(row.w
+        ? [this.table.put(partsTask(this.table, row.pk, `${row.w}#${String(row.h ?? 0).padStart(4, '0')}`, this.table.now()))]
+        : []),
     ];
   }
 

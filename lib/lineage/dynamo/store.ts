@@ -42,6 +42,7 @@ import { toSessionRecord } from './meta-row.js';
 import { metaKey, sessionPk } from './keys.js';
 import { chainOf, childKeysOf, liveTip } from './links.js';
 import { Sessions } from './sessions.js';
+import { readAll, readPage, readTail } from './reads.js';
 import { Table, type TableOptions } from './table.js';
 
 export interface DynamoLineageStoreOptions extends TableOptions {
@@ -82,13 +83,13 @@ export class DynamoLineageStore implements LineageStore {
     return this.sessions.append(ref, input);
   }
   readPage(ref: SessionRef, page: PageRequest): Promise<ItemPage> {
-    return this.sessions.readPage(ref, page);
+    return readPage(this.table, ref, page);
   }
   readTail(ref: SessionRef, limit: number, maxBytes: number): Promise<TailRead> {
-    return this.sessions.readTail(ref, limit, maxBytes);
+    return readTail(this.table, ref, limit, maxBytes);
   }
   readAll(ref: SessionRef): Promise<Item[]> {
-    return this.sessions.readAll(ref);
+    return readAll(this.table, ref);
   }
   popLast(ref: SessionRef): Promise<PopResult> {
     return this.sessions.popLast(ref);
