@@ -10,6 +10,7 @@ import type { ApiDeps } from '../../../lib/api/http-app.js';
 import { LiveTips } from '../../../lib/api/live-tips.js';
 import { httpDeps, Runtime } from '../../../lib/runtime.js';
 import { RoundTrips } from '../../support/round-trips.js';
+import { gatewayEvent } from '../../support/gateway-event.js';
 
 // Limits off: these count the conversation path's own calls (the per-tenant limiter's one call is in the README).
 const rt = new Runtime({
@@ -38,15 +39,7 @@ afterAll(async () => {
 });
 
 function request(method: string, path: string, body?: unknown, query?: Record<string, string>): APIGatewayProxyEventV2 {
-  return {
-    version: '2.0',
-    rawPath: path,
-    headers: { authorization: `Bearer ${key}`, ...(body === undefined ? {} : { 'content-type': 'application/json' }) },
-    requestContext: { http: { method, path } },
-    ...(query ? { queryStringParameters: query } : {}),
-    ...(body === undefined ? {} : { body: JSON.stringify(body) }),
-    isBase64Encoded: false,
-  } as unknown as APIGatewayProxyEventV2;
+  return gatewayEvent(key, method, path, body, query);
 }
 
 async function send(deps: ApiDeps, event: APIGatewayProxyEventV2) {

@@ -11,6 +11,7 @@ import { ApiKeyStore } from '../../../lib/api/api-keys.js';
 import { ANSWER_MARGIN_MS } from '../../../lib/api/http-app.js';
 import { handleHttpRequest } from '../../../functions/adapters/api-gateway.js';
 import { httpDeps, Runtime } from '../../../lib/runtime.js';
+import { gatewayEvent } from '../../support/gateway-event.js';
 
 const rt = new Runtime({
   env: {
@@ -45,15 +46,7 @@ afterAll(async () => {
 });
 
 function request(method: string, path: string, body?: unknown, query?: Record<string, string>): APIGatewayProxyEventV2 {
-  return {
-    version: '2.0',
-    rawPath: path,
-    headers: { authorization: `Bearer ${key}`, ...(body === undefined ? {} : { 'content-type': 'application/json' }) },
-    requestContext: { http: { method, path } },
-    ...(query ? { queryStringParameters: query } : {}),
-    ...(body === undefined ? {} : { body: JSON.stringify(body) }),
-    isBase64Encoded: false,
-  } as unknown as APIGatewayProxyEventV2;
+  return gatewayEvent(key, method, path, body, query);
 }
 
 /** An invocation with `ms` left; the stalled call is let through well after that (or the test would hang). */

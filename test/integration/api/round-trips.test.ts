@@ -9,6 +9,7 @@ import { asIs } from '../../../lib/lineage/prepare.js';
 import { httpDeps, Runtime } from '../../../lib/runtime.js';
 import { sessionKey } from '../../../lib/session-ref.js';
 import { RoundTrips } from '../../support/round-trips.js';
+import { gatewayEvent } from '../../support/gateway-event.js';
 
 // The coordination path alone: with per-tenant limits on, every request first spends one call on its
 // tenant's counter node (README, Tenant limits), which test/e2e/http/tenant-limits.test.ts covers.
@@ -36,15 +37,7 @@ afterAll(async () => {
 });
 
 function request(method: string, path: string, body?: unknown, query?: Record<string, string>): APIGatewayProxyEventV2 {
-  return {
-    version: '2.0',
-    rawPath: path,
-    headers: { authorization: `Bearer ${key}`, ...(body === undefined ? {} : { 'content-type': 'application/json' }) },
-    requestContext: { http: { method, path } },
-    ...(query ? { queryStringParameters: query } : {}),
-    ...(body === undefined ? {} : { body: JSON.stringify(body) }),
-    isBase64Encoded: false,
-  } as unknown as APIGatewayProxyEventV2;
+  return gatewayEvent(key, method, path, body, query);
 }
 
 async function seeded(n: number) {
