@@ -133,7 +133,10 @@ export class Sessions {
       (idem.conversation ? conversationIdempotencyKey(ref.tenantId, idem.conversation, idem.key) : appendIdempotencyKey(ref, idem.key));
     // P5: a container that has seen the record sends the transaction at once, conditioned on it;
     // the key's own put-if-absent condition answers a replay. A cold one reads both first.
-    const cached = this.table.records.get(pk);
+    // Only a live record is worth conditioning on: an ended one may have been deleted since (404,
+    // not 409), and nothing lands on it anyway; such a session is read afresh.
+    const seenRecord = this.table.records.get(pk);
+    const cached = seenRecord && !seenRecord.endedAt && !seenRecord.childSessionId && !seenRecord.deletedAt ? seenRecord : undefined;
     const [first, seen] = cached
       ? [cached, undefined]
       : await Promise.all([this.table.getMeta(ref), idemKey ? this.table.getItem<IdempotencyRecord>(idemKey) : Promise.resolve(undefined)]);

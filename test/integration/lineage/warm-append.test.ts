@@ -112,6 +112,17 @@ describe('P5: an append in one DynamoDB call when warm', () => {
     await expect(a.store.appendItems(deleted, { prepare: asIs([msg(3)]) })).rejects.toBeInstanceOf(SessionNotFoundError);
   });
 
+  it('P5/K3: a container that saw a session end answers 404 once another deleted it, not 409 from its cache', async () => {
+    const a = container();
+    const b = container();
+    const ref = await newSession(a.store, msgs(1, 2));
+    // A sees the session ended (its cache now holds the ended record), then B deletes it.
+    const out = await a.store.commitRotation(ref, await begin(a.store, ref), commitInput([msg(9)]));
+    await expect(a.store.appendItems(ref, { prepare: asIs([msg(3)]) })).rejects.toMatchObject({ liveSessionId: out.child.sessionId });
+    await b.store.deleteSession(ref);
+    await expect(a.store.appendItems(ref, { prepare: asIs([msg(3)]) })).rejects.toBeInstanceOf(SessionNotFoundError);
+  });
+
   it('P5/C11: after another container compacted in place, the append lands in the new generation after the summary', async () => {
     const a = container();
     const b = container();
