@@ -19,7 +19,6 @@ export interface CompactionFollowUps {
   metrics?: Metrics;
   /** Where SessionCompacted goes; none when unset. */
   events?: CompactionEventPublisher;
-  now?: () => Date;
 }
 
 export async function compact(deps: CompactionDeps & CompactionFollowUps, req: CompactRequest): Promise<CompactionOutcome> {
@@ -36,7 +35,7 @@ export async function compact(deps: CompactionDeps & CompactionFollowUps, req: C
     });
   }
   if (deps.events) {
-    await deps.events.publish(sessionCompactedEvent(req.ref.tenantId, outcome, (deps.now ?? (() => new Date()))(), req.correlationId));
+    await deps.events.publish(sessionCompactedEvent(req.ref.tenantId, outcome, new Date(), req.correlationId));
   }
   return outcome;
 }
