@@ -11,7 +11,7 @@ import type { Item } from '../../items/types.js';
 import type { SessionRef } from '../../session-ref.js';
 import { AttemptInFlightError, StoreOutcomeUnknownError, StoreRetryableError } from '../errors.js';
 import type { AttemptRecord, BeginAttemptInput, BegunAttempt, ExpiredAttempt, StoreTask, SweepPage } from '../types.js';
-import { toSessionRecord, withDefaults, type MetaItem, type StoredAttempt, type StoredMeta } from './meta-row.js';
+import { isLiveTip, toSessionRecord, withDefaults, type MetaItem, type StoredAttempt, type StoredMeta } from './meta-row.js';
 import { runPartsTask } from './parts.js';
 import { isHeadSk, PART_PREFIX, remotePartPrefix, type RawRow } from './rows.js';
 import {
@@ -45,7 +45,7 @@ function mayTakeOver(old: MetaItem, leaseExpiresAt: number, now: number): boolea
 
 /** A cached record a begin can read beside: versioned (records from before versioning are not) and live. */
 function liveVersioned(meta: MetaItem | undefined): MetaItem | undefined {
-  return meta && meta.version > 0 && !meta.endedAt && !meta.childSessionId && !meta.deletedAt ? meta : undefined;
+  return meta && meta.version > 0 && isLiveTip(meta) ? meta : undefined;
 }
 
 /** A begin whose own earlier try is on the record: the attempt as that try recorded it. */

@@ -23,7 +23,7 @@ import {
   type ConversationItem,
 } from './conversation-row.js';
 import { expression } from './expression.js';
-import type { MetaItem } from './meta-row.js';
+import { isLiveTip, type MetaItem } from './meta-row.js';
 import { chainOf } from './links.js';
 import { isConditionFailure, rounds } from './retry.js';
 import { tombstoneEntries, type Sessions } from './sessions.js';
@@ -42,8 +42,13 @@ export class Conversations {
   ) {}
 
   async get(tenantId: string, conversationId: string): Promise<ConversationRecord | null> {
+    return (await this.lookup(tenantId, conversationId)).conversation;
+  }
+
+  /** The conversation's record (a legacy chain's is written here); without one, the session of that id, if any. */
+  private async lookup(tenantId: string, conversationId: string): Promise<{ conversation: ConversationRecord | null; session?: MetaItem }> {
     const item = await this.table.getItem<ConversationItem>(conversationKey(tenantId, conversationId));
-    return item ? toConversationRecord(item) : (await this.adoptLegacyChain(tenantId, conversationId)).conversation;
+    return item ? { conversation: toConversationRecord(item) } : this.adoptLegacyChain(tenantId, conversationId);
   }
 
   /**
@@ -67,7 +72,7 @@ export class Conversations {
         return { conversation: null, session: root };
       const chain = await chainOf(this.table, { tenantId, sessionId: root.sessionId });
       const tip = chain[chain.length - 1]!;
-      if (tip.deletedAt || tip.endedAt || tip.childSessionId) return { conversation: null, session: root };
+      if (!isLiveTip(tip)) return { conversation: null, session: root };
       const at = this.table.isoNow();
       const item: ConversationItem = {
         ...conversationItemFor(root, conversationId),
@@ -107,9 +112,7 @@ export class Conversations {
       return { created: false, conversation: found };
     };
     for (const _round of rounds({ max: MAX_ROUNDS })) {
-      const item = await this.table.getItem<ConversationItem>(conversationKey(tenantId, conversationId));
-      if (item) return existing(toConversationRecord(item));
-      const { conversation: found, session } = await this.adoptLegacyChain(tenantId, conversationId);
+      const { conversation: found, session } = await this.lookup(tenantId, conversationId);
       if (found) return existing(found);
       if (
         session &&

@@ -144,3 +144,8 @@ export function toSessionRecord(item: MetaItem): SessionRecord {
   }
   return r;
 }
+
+/** The record is its chain's live tip: not ended, not rotated, not deleted (the LIVE condition, read in TypeScript). */
+export function isLiveTip(meta: MetaItem): boolean {
+  return !meta.endedAt && !meta.childSessionId && !meta.deletedAt;
+}

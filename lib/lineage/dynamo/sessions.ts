@@ -24,7 +24,7 @@ import type {
   StoredResponse,
 } from '../types.js';
 import { idempotencyRecord, liveRecord, replay, type IdempotencyRecord } from './idempotency.js';
-import { toSessionRecord, type MetaItem } from './meta-row.js';
+import { isLiveTip, toSessionRecord, type MetaItem } from './meta-row.js';
 import { appendIdempotencyKey, attemptShardOf, createIdempotencyKey, metaKey, sessionPk, taskSk } from './keys.js';
 import { dropParts, partsTask, partsTaskCheck, writeParts } from './parts.js';
 import { encodeItems, packRows, rowItems, type Encoded, type RowRef } from './rows.js';
@@ -136,7 +136,7 @@ export class Sessions {
     // Only a live record is worth conditioning on: an ended one may have been deleted since (404,
     // not 409), and nothing lands on it anyway; such a session is read afresh.
     const seenRecord = this.table.records.get(pk);
-    const cached = seenRecord && !seenRecord.endedAt && !seenRecord.childSessionId && !seenRecord.deletedAt ? seenRecord : undefined;
+    const cached = seenRecord && isLiveTip(seenRecord) ? seenRecord : undefined;
     const [first, seen] = cached
       ? [cached, undefined]
       : await Promise.all([this.table.getMeta(ref), idemKey ? this.table.getItem<IdempotencyRecord>(idemKey) : Promise.resolve(undefined)]);
