@@ -1,6 +1,7 @@
 // Every failure the API reports is shaped `{error: {code, message}}` (SPEC F1). A ServiceError
 // carries its own status and code (lib/errors.ts); anything else becomes an opaque 500.
 import { ServiceError, type ErrorCode } from '../errors.js';
+import { LEASE_UNAVAILABLE_MESSAGE } from '../lease/errors.js';
 
 export type { ErrorCode };
 
@@ -34,7 +35,7 @@ export function notFound(sessionId: string): HttpError {
 
 /** The lease backend could not decide (SPEC C2, F1): retry later. */
 export function leaseUnavailable(): HttpError {
-  return new HttpError(503, 'lease_unavailable', 'the lease backend (Redis) is unavailable; retry shortly', {}, retryAfter);
+  return new HttpError(503, 'lease_unavailable', LEASE_UNAVAILABLE_MESSAGE, {}, retryAfter);
 }
 
 /** The answer for a service error; null for anything unexpected or internal (an opaque 500). */

@@ -3,6 +3,7 @@
 // the heartbeat's last tick lands before the final mark, the refresher stops before the release,
 // an uncommitted attempt is cleared (with "completed" or "failed") before the lease is free, and
 // nothing that throws on the way can skip the release.
+import { errorFields } from '../errors.js';
 import type { Lease, LeaseApi } from '../lease/index.js';
 import type { AttemptRecord, LineageStore } from '../lineage/types.js';
 import type { SessionRef } from '../session-ref.js';
@@ -10,6 +11,7 @@ import type { ActivityHeartbeat } from './heartbeat.js';
 import type { Logger } from '../logger.js';
 import { ACTIVITY_LABELS, type AttemptRefresher } from './types.js';
 
+/** An error as one line of text, for the warnings a compaction returns to its caller (C12). */
 export function errorText(err: unknown): string {
   return err instanceof Error ? `${err.name}: ${err.message}` : String(err);
 }
@@ -74,7 +76,7 @@ export class AttemptScope {
     try {
       await this.#refresher?.stop();
     } catch (err) {
-      log.error('lease refresher failed to stop', { error: errorText(err) });
+      log.error('lease refresher failed to stop', { error: errorFields(err) });
     }
     if (this.#attempt && !this.#committed) {
       try {
@@ -83,14 +85,14 @@ export class AttemptScope {
           commitStarted: this.#commitStarted,
         });
       } catch (err) {
-        log.error('could not clear the compaction attempt; the sweep will', { error: errorText(err) });
+        log.error('could not clear the compaction attempt; the sweep will', { error: errorFields(err) });
       }
     }
     try {
       const r = await this.deps.lease.release(this.lease);
       if (!r.released) log.warn('lease not released', { sessionKey: this.lease.sessionKey, reason: r.reason });
     } catch (err) {
-      log.error('lease release failed; it expires with its TTL', { sessionKey: this.lease.sessionKey, error: errorText(err) });
+      log.error('lease release failed; it expires with its TTL', { sessionKey: this.lease.sessionKey, error: errorFields(err) });
     }
   }
 }

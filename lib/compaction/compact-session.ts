@@ -8,6 +8,7 @@
 // L6 ownership check (a token-checked extend) from the fence on, beside what is left of the read;
 // the commit transaction, which also marks "completed"; one Redis round to release.
 import { DEFAULT_LEASE_TTL_MS } from '../config.js';
+import { errorFields } from '../errors.js';
 import { adapterFor } from '../items/adapters.js';
 import { estimateItemTokens, loadTokenCounter } from '../items/tokens.js';
 import type { Item } from '../items/types.js';
@@ -103,7 +104,7 @@ export async function compactSession(
     acquired = await leaseApi.tryAcquire(sessionKey(ref), { ttlMs, holder: req.holder });
   } catch (err) {
     // C2: any lease backend failure fails closed.
-    log.warn('compaction skipped: lease backend unavailable', { sessionKey: sessionKey(ref), error: errorText(err) });
+    log.warn('compaction skipped: lease backend unavailable', { sessionKey: sessionKey(ref), error: errorFields(err) });
     return skipped('lease_unavailable', ref.sessionId);
   }
   if (!acquired.acquired) return skipped('locked', ref.sessionId, undefined, acquired.holder);
@@ -210,7 +211,7 @@ export async function compactSession(
             (ok) => {
               if (ok) recorded = r.expiresAt;
             },
-            (err: unknown) => log.warn('could not extend the attempt record', { error: errorText(err) }),
+            (err: unknown) => log.warn('could not extend the attempt record', { error: errorFields(err) }),
           );
         }
         return r.refreshed;

@@ -2,6 +2,9 @@
 // a lease held by someone else is a normal result (SPEC L2).
 import { ServiceError } from '../errors.js';
 
+/** What the API answers when no quorum of Redis nodes decides (C2, F1). */
+export const LEASE_UNAVAILABLE_MESSAGE = 'the lease backend (Redis) is unavailable; retry shortly';
+
 /** No majority of Redis nodes answered; the caller must skip the attempt (SPEC L4, C2). */
 export class LeaseUnavailableError extends ServiceError {
   override readonly name = 'LeaseUnavailableError';
@@ -14,7 +17,7 @@ export class LeaseUnavailableError extends ServiceError {
       status: 503,
       code: 'lease_unavailable',
       retryable: true,
-      publicMessage: 'the lease backend (Redis) is unavailable; retry shortly',
+      publicMessage: LEASE_UNAVAILABLE_MESSAGE,
     });
   }
 }

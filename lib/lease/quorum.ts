@@ -1,5 +1,6 @@
 // Majority voting across independent Redis masters (Redlock), deciding as soon as the
 // outcome is certain so one slow node does not delay a decided round (SPEC L2, L4).
+import { asError } from '../errors.js';
 
 export function quorumSize(nodes: number): number {
   return Math.floor(nodes / 2) + 1;
@@ -31,7 +32,7 @@ export function tallyAcquire(voters: ReadonlyArray<() => Promise<NodeVote>>): Pr
   const votes: (NodeVote | undefined)[] = new Array<NodeVote | undefined>(n).fill(undefined);
   const all = voters.map((vote, i) =>
     vote()
-      .catch((err: unknown): NodeVote => ({ kind: 'error', error: err instanceof Error ? err : new Error(String(err)) }))
+      .catch((err: unknown): NodeVote => ({ kind: 'error', error: asError(err) }))
       .then((v) => {
         votes[i] = v;
         return v;
