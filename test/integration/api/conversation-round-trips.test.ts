@@ -8,20 +8,12 @@ import { ApiKeyStore } from '../../../lib/api/api-keys.js';
 import { handleHttpRequest } from '../../../functions/adapters/api-gateway.js';
 import type { ApiDeps } from '../../../lib/api/http-app.js';
 import { LiveTips } from '../../../lib/api/live-tips.js';
-import { httpDeps, Runtime } from '../../../lib/runtime.js';
+import { httpDeps } from '../../../lib/runtime.js';
 import { RoundTrips } from '../../support/round-trips.js';
-import { gatewayEvent } from '../../support/gateway-event.js';
+import { gatewayEvent, testStackRuntime } from '../../support/in-process-api.js';
 
 // Limits off: these count the conversation path's own calls (the per-tenant limiter's one call is in the README).
-const rt = new Runtime({
-  env: {
-    REDIS_URLS: process.env.REDIS_URLS!,
-    DYNAMODB_ENDPOINT: process.env.DYNAMODB_ENDPOINT!,
-    TABLE_NAME: process.env.TABLE_NAME!,
-    RATE_LIMIT_REQUESTS_PER_SECOND: '0',
-    RATE_LIMIT_COMPRESSIONS_PER_MINUTE: '0',
-  },
-});
+const rt = testStackRuntime();
 const tenantId = `p5-${randomUUID().slice(0, 8)}`;
 let key: string;
 let trips: RoundTrips;

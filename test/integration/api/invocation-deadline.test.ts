@@ -10,18 +10,10 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ApiKeyStore } from '../../../lib/api/api-keys.js';
 import { ANSWER_MARGIN_MS } from '../../../lib/api/http-app.js';
 import { handleHttpRequest } from '../../../functions/adapters/api-gateway.js';
-import { httpDeps, Runtime } from '../../../lib/runtime.js';
-import { gatewayEvent } from '../../support/gateway-event.js';
+import { httpDeps } from '../../../lib/runtime.js';
+import { gatewayEvent, testStackRuntime } from '../../support/in-process-api.js';
 
-const rt = new Runtime({
-  env: {
-    REDIS_URLS: process.env.REDIS_URLS!,
-    DYNAMODB_ENDPOINT: process.env.DYNAMODB_ENDPOINT!,
-    TABLE_NAME: process.env.TABLE_NAME!,
-    RATE_LIMIT_REQUESTS_PER_SECOND: '0',
-    RATE_LIMIT_COMPRESSIONS_PER_MINUTE: '0',
-  },
-});
+const rt = testStackRuntime();
 const tenantId = `dl-${randomUUID().slice(0, 8)}`;
 let key: string;
 

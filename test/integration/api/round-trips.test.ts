@@ -6,22 +6,14 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ApiKeyStore } from '../../../lib/api/api-keys.js';
 import { handleHttpRequest } from '../../../functions/adapters/api-gateway.js';
 import { asIs } from '../../../lib/lineage/prepare.js';
-import { httpDeps, Runtime } from '../../../lib/runtime.js';
+import { httpDeps } from '../../../lib/runtime.js';
 import { sessionKey } from '../../../lib/session-ref.js';
 import { RoundTrips } from '../../support/round-trips.js';
-import { gatewayEvent } from '../../support/gateway-event.js';
+import { gatewayEvent, testStackRuntime } from '../../support/in-process-api.js';
 
 // The coordination path alone: with per-tenant limits on, every request first spends one call on its
 // tenant's counter node (README, Tenant limits), which test/e2e/http/tenant-limits.test.ts covers.
-const rt = new Runtime({
-  env: {
-    REDIS_URLS: process.env.REDIS_URLS!,
-    DYNAMODB_ENDPOINT: process.env.DYNAMODB_ENDPOINT!,
-    TABLE_NAME: process.env.TABLE_NAME!,
-    RATE_LIMIT_REQUESTS_PER_SECOND: '0',
-    RATE_LIMIT_COMPRESSIONS_PER_MINUTE: '0',
-  },
-});
+const rt = testStackRuntime();
 const tenantId = `rt-${randomUUID().slice(0, 8)}`;
 let key: string;
 let trips: RoundTrips;
