@@ -53,7 +53,7 @@ function convIdOf(ctx: RouteContext): string {
 }
 
 function tipOf(c: ConversationRecord): KnownTip {
-  return { liveSessionId: c.liveSessionId, rootSessionId: c.rootSessionId, activeAtMs: Date.parse(c.activeAt) };
+  return { liveSessionId: c.liveSessionId, rootSessionId: c.rootSessionId, activeAtMs: Date.parse(c.activeAt), readAtMs: Date.now() };
 }
 
 /** Reads the conversation record (the one extra call of a container that does not know the tip). */

@@ -3,7 +3,9 @@
 // known reads the conversation record once. A known tip may be stale (another container
 // rotated it): the store refuses to write an ended session and names its live tip, a read of
 // one shows it ended, and a deleted one answers not found, so a stale entry costs a detour,
-// never a wrong answer (K2, K3).
+// never a wrong answer (K2, K3). An entry is trusted for MAX_AGE_MS after the record was read:
+// a conversation deleted and created again elsewhere is then seen afresh by this container, and
+// a keyed retry's replay checks the incarnation on the record anyway (sessions.ts replayOf).
 
 export interface KnownTip {
   liveSessionId: string;
@@ -11,19 +13,31 @@ export interface KnownTip {
   rootSessionId: string;
   /** Epoch ms of the last activity mark this container knows of (listing order, coarse). */
   activeAtMs: number;
+  /** Epoch ms when the conversation's record was read (the entry's age counts from it). */
+  readAtMs: number;
 }
 
 /** Entries kept; the least recently used go first. */
 const DEFAULT_CAPACITY = 10_000;
+/** How long a tip read from the record is used before the record is read again (as the record cache, P5). */
+export const MAX_AGE_MS = 60_000;
 
 export class LiveTips {
   private readonly entries = new Map<string, KnownTip>();
 
-  constructor(private readonly capacity = DEFAULT_CAPACITY) {}
+  constructor(
+    private readonly capacity = DEFAULT_CAPACITY,
+    private readonly maxAgeMs = MAX_AGE_MS,
+    private readonly now: () => number = Date.now,
+  ) {}
 
   get(tenantId: string, conversationId: string): KnownTip | undefined {
     const key = keyOf(tenantId, conversationId);
     const tip = this.entries.get(key);
+    if (tip && this.now() - tip.readAtMs > this.maxAgeMs) {
+      this.entries.delete(key);
+      return undefined;
+    }
     if (tip) {
       // Re-inserted: a Map iterates in insertion order, so the first entry is the least recently used.
       this.entries.delete(key);

@@ -55,7 +55,12 @@ export function listingPartition(tenantId: string): string {
 
 export function conversationIdempotencyKey(tenantId: string, scope: ConversationScope, key: string): Key {
   const digest = createHash('sha256').update(key, 'utf8').digest('hex');
-  return { pk: conversationKey(tenantId, scope.conversationId).pk, sk: `IDEM#${scope.rootSessionId}#${digest}` };
+  return { pk: conversationKey(tenantId, scope.conversationId).pk, sk: `${conversationIdempotencyPrefix(scope)}${digest}` };
+}
+
+/** The sort-key prefix of one incarnation's Idempotency-Key records (a delete removes them, K3). */
+export function conversationIdempotencyPrefix(scope: ConversationScope): string {
+  return `IDEM#${scope.rootSessionId}#`;
 }
 
 /** The CONV record of a chain whose root is `root` (created with it, in the same transaction). */

@@ -4,12 +4,12 @@
 // the record together with the live session's tombstone, so a conversation is whole or gone.
 import { randomUUID } from 'node:crypto';
 import { QueryCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
+import type { SessionRef } from '../../session-ref.js';
 import { InvalidCursorError } from '../cursor.js';
 import {
   ConversationNotFoundError,
   FormatMismatchError,
   SessionIdNotConversationError,
-  SessionNotFoundError,
   StoreRetryableError,
 } from '../errors.js';
 import type { ConversationPage, ConversationRecord, CreateConversationInput, EnsureConversationResult } from '../types.js';
@@ -34,6 +34,12 @@ import { EXISTS, LIVE } from './conditions.js';
 const MAX_ROUNDS = 8;
 /** Sessions tombstoned per transaction: two entries each, below the 100-entry limit with the CONV delete. */
 const SESSIONS_PER_TX = 49;
+
+/** What a conversation's delete removed: the record as it was, and the sessions it tombstoned. */
+export interface DeletedConversation {
+  conversation: ConversationRecord;
+  tombstoned: MetaItem[];
+}
 
 export class Conversations {
   constructor(
@@ -87,10 +93,12 @@ export class Conversations {
           this.table.metaUpdate(
             { tenantId, sessionId: tip.sessionId },
             {
-              update: 'SET #conversationId = :c',
+              // K2: the version moves, so an attempt begun before this (its image without the
+              // conversation) cannot commit a rotation that leaves the record on the ended parent.
+              update: 'SET #conversationId = :c ADD #version :one',
               condition: `${LIVE} AND attribute_not_exists(#conversationId)`,
             },
-            { ':c': conversationId },
+            { ':c': conversationId, ':one': 1 },
           ),
         ]);
         return { conversation: toConversationRecord(item) };
@@ -231,25 +239,27 @@ export class Conversations {
    * sends us round again), and the newest sessions' tombstones, the live one included: after it
    * nothing can append to, rotate or re-create any of them, and a concurrent PUT either saw the whole
    * conversation before it or creates a new one after it. Older (ended, immutable) sessions of a very
-   * long chain are tombstoned first, in transactions of their own.
+   * long chain are tombstoned first, in transactions of their own: a delete that fails after them
+   * answers retryable and its retry finishes (the chain is walked through tombstones).
+   *
+   * The conversation is found as GET finds it (a legacy chain is adopted first, K1), and its chain
+   * is walked from the live tip through tombstones, so sessions the client deleted one by one hide
+   * none of the rest. `onlyWithLive`: delete only while that session is the live one (null if not),
+   * for a delete of the live session (K3).
    */
-  async delete(tenantId: string, conversationId: string): Promise<MetaItem[]> {
+  async delete(tenantId: string, conversationId: string, onlyWithLive?: string): Promise<DeletedConversation | null> {
     const key = conversationKey(tenantId, conversationId);
+    let started = false;
     for (const _round of rounds({ max: MAX_ROUNDS })) {
-      const conv = await this.table.getItem<ConversationItem>(key);
+      const { conversation: conv } = await this.lookup(tenantId, conversationId);
       if (!conv) throw new ConversationNotFoundError(conversationId);
-      let chain: MetaItem[];
-      try {
-        chain = await chainOf(this.table, { tenantId, sessionId: conv.liveSessionId });
-      } catch (err) {
-        // The live session itself was deleted by DELETE /sessions/{id}: the chain is read from the root.
-        if (!(err instanceof SessionNotFoundError)) throw err;
-        chain = await chainOf(this.table, { tenantId, sessionId: conv.rootSessionId }).catch(() => []);
-      }
+      if (onlyWithLive !== undefined && conv.liveSessionId !== onlyWithLive && !started) return null;
+      const chain = await chainOf(this.table, { tenantId, sessionId: conv.liveSessionId }, { fromTombstone: true });
       const alive = chain.filter((m) => !m.deletedAt);
       const older = alive.slice(0, Math.max(0, alive.length - SESSIONS_PER_TX));
       const newest = alive.slice(older.length);
       for (let i = 0; i < older.length; i += SESSIONS_PER_TX) {
+        started = true;
         await this.tombstoneIgnoringDone(older.slice(i, i + SESSIONS_PER_TX));
       }
       const entries: TransactItem[] = [
@@ -264,13 +274,32 @@ export class Conversations {
       ];
       try {
         await this.table.transact('delete conversation', entries);
-        return chain;
+        return { conversation: conv, tombstoned: alive };
       } catch (err) {
         // The tip moved (a rotation committed), or a session was deleted meanwhile: read again.
         if (!isConditionFailure(err)) throw err;
       }
     }
     throw new StoreRetryableError(`delete conversation ${conversationId}: the chain kept changing`);
+  }
+
+  /**
+   * A6 with K3: a session's delete. The live session of a conversation takes its conversation
+   * with it (every session of the chain and the record), so the id is free again and no route is
+   * left naming a deleted session; any other session goes alone, as a tombstone whose links stay
+   * for its relatives. Returns what was deleted.
+   */
+  async deleteSession(ref: SessionRef): Promise<DeletedConversation | { conversation?: undefined; tombstoned: MetaItem[] }> {
+    const meta = await this.table.requireMeta(ref);
+    if (meta.conversationId !== undefined && isLiveTip(meta)) {
+      const gone = await this.delete(ref.tenantId, meta.conversationId, ref.sessionId).catch((err: unknown) => {
+        if (err instanceof ConversationNotFoundError) return null;
+        throw err;
+      });
+      if (gone) return gone;
+    }
+    await this.sessions.delete(ref, meta);
+    return { tombstoned: [meta] };
   }
 
   private async tombstoneIgnoringDone(metas: MetaItem[]): Promise<void> {

@@ -40,9 +40,14 @@ export async function liveTipOf(table: Table, meta: MetaItem): Promise<string | 
   return cur.deletedAt ? null : cur.sessionId;
 }
 
-/** Root to live tip, following parentSessionId up and childSessionId down (deleted sessions included). */
-export async function chainOf(table: Table, ref: SessionRef): Promise<MetaItem[]> {
-  const start = await table.requireMeta(ref);
+/**
+ * Root to live tip, following parentSessionId up and childSessionId down (deleted sessions
+ * included: a tombstone keeps its links). `fromTombstone`: the start may itself be deleted (a
+ * conversation's delete walks its chain whatever its client deleted before, K3).
+ */
+export async function chainOf(table: Table, ref: SessionRef, opts: { fromTombstone?: boolean } = {}): Promise<MetaItem[]> {
+  const start = opts.fromTombstone ? await table.getMeta(ref) : await table.requireMeta(ref);
+  if (!start) throw new SessionNotFoundError(ref.sessionId);
   const seen = new Set([start.sessionId]);
   const ancestors = await follow(table, start, (m) => m.parentSessionId, seen);
   const descendants = await follow(table, start, (m) => m.childSessionId, seen);

@@ -31,7 +31,13 @@ import { encodeItems, packRows, rowItems, type Encoded, type RowRef } from './ro
 import { updateExpression } from './expression.js';
 import { claimTurn, foreignTurnWait, holdsTurn, TURN_AFTER_LOSSES } from './append-turn.js';
 import { assertLive } from './links.js';
-import { conversationIdempotencyKey, conversationItemFor, ConversationTakenError } from './conversation-row.js';
+import {
+  conversationIdempotencyKey,
+  conversationItemFor,
+  conversationKey,
+  ConversationTakenError,
+  type ConversationItem,
+} from './conversation-row.js';
 import { backoffDelay, rounds, sleep } from './retry.js';
 import {
   conditionFailedAt,
@@ -141,7 +147,7 @@ export class Sessions {
       ? [cached, undefined]
       : await Promise.all([this.table.getMeta(ref), idemKey ? this.table.getItem<IdempotencyRecord>(idemKey) : Promise.resolve(undefined)]);
     const remembered = liveRecord(seen, this.table.now());
-    if (remembered && idem) return { replayed: true, response: replay(remembered, idem) };
+    if (remembered && idem) return this.replayOf(ref, input, remembered, first);
 
     const ahead: { w?: string } = {};
     try {
@@ -188,7 +194,7 @@ export class Sessions {
         // the key is final; answering 409 instead would send the client to append again on the child.
         if (!(err instanceof SessionEndedError) || !idem || !idemKey) throw err;
         const landed = liveRecord(await this.table.getItem<IdempotencyRecord>(idemKey), this.table.now());
-        if (landed) return { replayed: true, response: replay(landed, idem) };
+        if (landed) return this.replayOf(ref, input, landed, 'ended');
         throw err;
       }
       prepared ??= input.prepare(toSessionRecord(meta));
@@ -205,7 +211,7 @@ export class Sessions {
             idemKey ? this.table.getItem<IdempotencyRecord>(idemKey) : Promise.resolve(undefined),
           ]);
           const landed = liveRecord(seen, this.table.now());
-          if (landed && idem) return { replayed: true, response: replay(landed, idem) };
+          if (landed && idem) return this.replayOf(ref, input, landed, fresh);
           meta = fresh;
           continue;
         }
@@ -271,7 +277,9 @@ export class Sessions {
         const idemAt = entries.length - 1;
         if (idem && conditionFailedAt(err, idemAt)) {
           // The same key landed first (an identical request racing this one, or its earlier try).
-          return { replayed: true, response: replay(oldItemOf<IdempotencyRecord>(err, idemAt)!, idem) };
+          // The record passed its own condition, unless it failed too: then its old image says what it is now.
+          const now = conditionFailedAt(err, 0) ? (oldImageOf(err, 0) ?? null) : meta;
+          return this.replayOf(ref, input, oldItemOf<IdempotencyRecord>(err, idemAt)!, now);
         }
         if (!conditionFailedAt(err, 0)) throw err;
         // Another append, a pop, a begin or a commit moved the session: go again from what it saw.
@@ -287,6 +295,32 @@ export class Sessions {
       }
     }
     throw new StoreRetryableError(`append to ${ref.sessionId}: the session could not be written for ${APPEND_DEADLINE_MS / 1000} s`);
+  }
+
+  /**
+   * A3 with K3: a key's first response, only while the session it was made on exists (a key of a
+   * deleted session is no answer: 404 like every other route) and, for a conversation's key, only
+   * for the incarnation that exists now: a conversation deleted and created again has another root,
+   * so a tip this container remembers from before must not answer from the old one's keys. The
+   * conversation's record is read here, on the replay path only (P5: a first append adds no call).
+   * `session`: the record as last confirmed, null when DynamoDB said it is gone, 'ended' when it is
+   * known to exist and be ended.
+   */
+  private async replayOf(
+    ref: SessionRef,
+    input: AppendInput,
+    record: IdempotencyRecord,
+    session: MetaItem | null | undefined | 'ended',
+  ): Promise<AppendResult> {
+    const idem = input.idempotency!;
+    if (!session || (session !== 'ended' && session.deletedAt)) throw new SessionNotFoundError(ref.sessionId);
+    const scope = idem.conversation;
+    if (scope) {
+      const conv = await this.table.getItem<ConversationItem>(conversationKey(ref.tenantId, scope.conversationId));
+      // Not found for this tip: a conversation route reads the record again and goes on its live session.
+      if (conv?.rootSessionId !== scope.rootSessionId) throw new SessionNotFoundError(ref.sessionId);
+    }
+    return { replayed: true, response: replay(record, idem) };
   }
 
   /**
@@ -395,8 +429,8 @@ export class Sessions {
   }
 
   /** A6: tombstone the record (links stay for relatives) and leave the items to a purge task. */
-  async delete(ref: SessionRef): Promise<void> {
-    const meta = await this.table.requireMeta(ref);
+  async delete(ref: SessionRef, known?: MetaItem): Promise<void> {
+    const meta = known ?? (await this.table.requireMeta(ref));
     try {
       await this.table.transact('delete session', tombstoneEntries(this.table, meta));
     } catch (err) {

@@ -36,6 +36,7 @@ import type {
 import type { Item } from '../../items/types.js';
 import { Attempts } from './attempts.js';
 import { Commits } from './commit.js';
+import { conversationIdempotencyPrefix, conversationKey } from './conversation-row.js';
 import { Conversations } from './conversations.js';
 import { Forks } from './forks.js';
 import { toSessionRecord } from './meta-row.js';
@@ -96,9 +97,9 @@ export class DynamoLineageStore implements LineageStore {
   }
 
   async deleteSession(ref: SessionRef): Promise<void> {
-    await this.sessions.delete(ref);
-    // The items go in the background; the sweep finishes the purge if this does not.
-    this.background(this.runTask({ ref, kind: 'purge', generation: 0, dueAt: this.table.now() }), `purge of ${ref.sessionId}`);
+    // The live session of a conversation takes the conversation with it (K3).
+    const gone = await this.conversations.deleteSession(ref);
+    await this.afterDelete(ref.tenantId, gone);
   }
 
   /** When the session was deleted, if it was (an operator's question: reads answer a deleted session as null). */
@@ -207,11 +208,26 @@ export class DynamoLineageStore implements LineageStore {
     return this.conversations.touch(tenantId, conversationId);
   }
   async deleteConversation(tenantId: string, conversationId: string): Promise<void> {
-    const chain = await this.conversations.delete(tenantId, conversationId);
-    for (const m of chain.filter((s) => !s.deletedAt)) {
+    const gone = await this.conversations.delete(tenantId, conversationId);
+    if (gone) await this.afterDelete(tenantId, gone);
+  }
+
+  /**
+   * After a delete: the tombstoned sessions' items go in the background (the sweep finishes a purge
+   * that does not), and a deleted conversation's Idempotency-Key records now (A3, K3); their TTL
+   * removes any this misses, and a replay never answers from another incarnation (sessions.ts).
+   */
+  private async afterDelete(tenantId: string, gone: { conversation?: ConversationRecord; tombstoned: { sessionId: string }[] }) {
+    for (const m of gone.tombstoned) {
       const ref = { tenantId, sessionId: m.sessionId };
       this.background(this.runTask({ ref, kind: 'purge', generation: 0, dueAt: this.table.now() }), `purge of ${m.sessionId}`);
     }
+    const conv = gone.conversation;
+    if (!conv) return;
+    await this.table
+      .keysWithPrefix(conversationKey(tenantId, conv.conversationId).pk, conversationIdempotencyPrefix(conv))
+      .then((keys) => this.table.deleteAll(keys))
+      .catch((err: unknown) => this.table.warn('removing a deleted conversation\'s keys failed; their TTL will', err));
   }
 
   /** Work after the answer: never awaited, never thrown; the sweep guarantees it happens. */
