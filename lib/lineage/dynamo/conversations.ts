@@ -6,12 +6,7 @@ import { randomUUID } from 'node:crypto';
 import { QueryCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import type { SessionRef } from '../../session-ref.js';
 import { InvalidCursorError } from '../cursor.js';
-import {
-  ConversationNotFoundError,
-  FormatMismatchError,
-  SessionIdNotConversationError,
-  StoreRetryableError,
-} from '../errors.js';
+import { ConversationNotFoundError, FormatMismatchError, SessionIdNotConversationError, StoreRetryableError } from '../errors.js';
 import type { ConversationPage, ConversationRecord, CreateConversationInput, EnsureConversationResult } from '../types.js';
 import {
   conversationKey,

@@ -227,7 +227,7 @@ export class DynamoLineageStore implements LineageStore {
     await this.table
       .keysWithPrefix(conversationKey(tenantId, conv.conversationId).pk, conversationIdempotencyPrefix(conv))
       .then((keys) => this.table.deleteAll(keys))
-      .catch((err: unknown) => this.table.warn('removing a deleted conversation\'s keys failed; their TTL will', err));
+      .catch((err: unknown) => this.table.warn("removing a deleted conversation's keys failed; their TTL will", err));
   }
 
   /** Work after the answer: never awaited, never thrown; the sweep guarantees it happens. */
