@@ -73,7 +73,8 @@ export class Conversations {
         return { conversation: null, session: root };
       const chain = await chainOf(this.table, { tenantId, sessionId: root.sessionId });
       const tip = chain[chain.length - 1]!;
-      if (!isLiveTip(tip)) return { conversation: null, session: root };
+      // A tip that names a conversation already is not legacy: never re-labelled (the condition below says so too).
+      if (!isLiveTip(tip) || tip.conversationId !== undefined) return { conversation: null, session: root };
       const at = this.table.isoNow();
       const item: ConversationItem = {
         ...conversationItemFor(root, conversationId),
