@@ -7,11 +7,11 @@
 // - a delete that did not find a legacy chain, or lost the chain behind the client's own deletes (K1, K3).
 import { randomUUID } from 'node:crypto';
 import type { DynamoDBClient } from '@aws-sdk/client-dynamodb';
-import { DeleteCommand, QueryCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
+import { BatchWriteCommand, DeleteCommand, QueryCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import { afterAll, describe, expect, it } from 'vitest';
 import { conversationKey } from '../../../lib/lineage/dynamo/conversation-row.js';
 import { sessionPk } from '../../../lib/lineage/dynamo/keys.js';
-import { ConversationNotFoundError, SessionNotFoundError } from '../../../lib/lineage/errors.js';
+import { ConversationNotFoundError, SessionNotFoundError, StoreRetryableError } from '../../../lib/lineage/errors.js';
 import { asIs } from '../../../lib/lineage/prepare.js';
 import type { ConversationRecord, IdempotencyInput } from '../../../lib/lineage/types.js';
 import type { SessionRef } from '../../../lib/session-ref.js';
@@ -236,4 +236,84 @@ describe('K1 K3: a delete finds what GET finds and follows the chain through tom
     expect(await a.store.getSession(m)).toBeNull();
     expect(await a.store.getConversation(conv.tenantId, conv.conversationId)).toBeNull();
   });
+});
+
+/**
+ * Makes `conv` (one fresh root) a chain of `n` sessions as rotations leave them (ended parents
+ * linked to their children, tip pointers on the root), written directly: fifty compactions take a
+ * minute on a loaded machine, and only the links matter here.
+ */
+async function longChain(client: DynamoDBClient, conv: ConversationRecord, n: number): Promise<string[]> {
+  const { tenantId } = conv;
+  const ids = [conv.rootSessionId, ...Array.from({ length: n - 1 }, () => randomUUID())];
+  const at = new Date().toISOString();
+  const metas = ids.map((sessionId, i) => ({
+    pk: sessionPk({ tenantId, sessionId }),
+    sk: 'META',
+    tenantId,
+    sessionId,
+    conversationId: conv.conversationId,
+    format: 'chat',
+    createdAt: at,
+    generation: 0,
+    fenceCounter: 0,
+    messageCount: 0,
+    lastSeq: 0,
+    tokenEstimate: 0,
+    version: 2,
+    ...(i > 0 ? { parentSessionId: ids[i - 1], rootSessionId: ids[0] } : { tipSessionId: ids[n - 1] }),
+    ...(i < n - 1 ? { childSessionId: ids[i + 1], endedAt: at, endReason: 'compression' } : {}),
+  }));
+  for (let i = 0; i < metas.length; i += 25) {
+    await doc(client).send(
+      new BatchWriteCommand({ RequestItems: { [tableName()]: metas.slice(i, i + 25).map((Item) => ({ PutRequest: { Item } })) } }),
+    );
+  }
+  await doc(client).send(
+    new UpdateCommand({
+      TableName: tableName(),
+      Key: conversationKey(tenantId, conv.conversationId),
+      UpdateExpression: 'SET liveSessionId = :live, sessions = :n',
+      ExpressionAttributeValues: { ':live': ids[n - 1], ':n': n },
+    }),
+  );
+  return ids;
+}
+
+describe('K3: a conversation longer than one transaction whose delete loses every round (issue 28, suspected)', () => {
+  it('K3: the delete answers retryable, the conversation stays usable on its live session, and the retried delete removes every session', async () => {
+    const other = container();
+    const conv = await newConversation(other.store);
+    // 51 sessions: the two oldest are tombstoned in a transaction of their own before the final one.
+    const ids = await longChain(other.client, conv, 51);
+    let live: SessionRef = { tenantId: conv.tenantId, sessionId: ids.at(-1)! };
+    // A rotation lands before each of the final transaction's rounds: every round loses.
+    const client = dynamoClient();
+    clients.push(client);
+    let rotations = 0;
+    client.middlewareStack.add(
+      (next) => async (args) => {
+        const entries = (args.input as { TransactItems?: { Delete?: { Key?: { sk?: string } } }[] }).TransactItems;
+        if (entries?.[0]?.Delete?.Key?.sk === 'CONV') {
+          live = await rotate(other.store, live);
+          ids.push(live.sessionId);
+          rotations++;
+        }
+        return next(args);
+      },
+      { step: 'initialize', name: 'rotateBeforeDelete' },
+    );
+    const err = await makeStore(client)
+      .deleteConversation(conv.tenantId, conv.conversationId)
+      .catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(StoreRetryableError);
+    expect(rotations).toBeGreaterThan(1);
+    // What it did: ended sessions deleted, as asked; the conversation and its live session go on.
+    expect(await other.store.getConversation(conv.tenantId, conv.conversationId)).toMatchObject({ liveSessionId: live.sessionId });
+    await other.store.appendItems(live, { prepare: asIs([msg(9)]) });
+    // The client retries its DELETE (a 503 is retryable): it finishes the chain, tombstones and all.
+    await other.store.deleteConversation(conv.tenantId, conv.conversationId);
+    expect(await other.store.getConversation(conv.tenantId, conv.conversationId)).toBeNull();
+    for (const sessionId of ids) expect(await other.store.getSession({ tenantId: conv.tenantId, sessionId })).toBeNull();
+  }, 180_000);
 });
