@@ -393,17 +393,20 @@ describe('DynamoDB Local stopped during a commit', () => {
       process.kill(ddbProc.pid, 'SIGCONT');
     }
     expect(res.statusCode).toBe(503);
-    // The store is back and the attempt still works: before the fix its refresher renewed the lease
-    // (and the record's expiry) from here on, for as long as the attempt ran.
-    const free = await waitLeaseFree(coord.lease, ref, LEASE_MS + 5000);
-    if (!free) counts.leakedLeases++;
-    expect(free).toBe(true);
-    const rival = await compactSession(
-      { lease: coord.lease, store: coord.store, engine: fixedEngine(), leaseTtlMs: 10_000 },
-      { ref, mode: 'rotate', origin: 'manual', holder: 'next' },
-    );
-    expect(rival.outcome).toBe('compressed');
-    release();
-    expect(await coord.store.children(ref)).toHaveLength(1);
+    try {
+      // The store is back and the attempt still works: before the fix its refresher renewed the lease
+      // (and the record's expiry) from here on, for as long as the attempt ran.
+      const free = await waitLeaseFree(coord.lease, ref, LEASE_MS + 5000);
+      if (!free) counts.leakedLeases++;
+      expect(free).toBe(true);
+      const rival = await compactSession(
+        { lease: coord.lease, store: coord.store, engine: fixedEngine(), leaseTtlMs: 10_000 },
+        { ref, mode: 'rotate', origin: 'manual', holder: 'next' },
+      );
+      expect(rival.outcome).toBe('compressed');
+      expect(await coord.store.children(ref)).toHaveLength(1);
+    } finally {
+      release();
+    }
   }, 60_000);
 });
