@@ -48,6 +48,9 @@ export function goalsOf(r: BenchResults): GoalRow[] {
   const run = r.tokens?.filter((t) => t.kind === 'single run (random letters)');
   const widest = run?.at(-1);
   if (widest) goals.push(atMost('tokens-per-kib-380-vs-1', widest.ratioTo1Kib, 2, 'x'));
+  // Issue 35 item 5: with the byte budget at its default, B's p50 under A's 1 MB flood stays within 2x of alone.
+  const budgeted = r.tenants?.find((t) => t.byteBudget === 'default');
+  if (budgeted) goals.push(atMost('tenant-b-p50-under-1mb-flood-vs-alone', budgeted.ratioP50, 2, 'x'));
   if (r.jsonBody) goals.push(atMost('validation-1mb-numbers-refusal-cpu', r.jsonBody.refuseCpuMs, JSON_BODY_REFUSAL_TARGET_MS, 'ms'));
   if (r.clientBundle) goals.push(r.clientBundle);
   return goals;

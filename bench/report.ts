@@ -9,6 +9,7 @@ import type { GoalRow } from './bundle-bench.js';
 import type { LeaseBenchResult } from './lease-bench.js';
 import type { QuorumBenchResult } from './quorum-bench.js';
 import type { ScaleRow } from './scale-bench.js';
+import type { TenantBenchRow } from './tenant-bench.js';
 import type { TokenBenchRow } from './token-bench.js';
 import { SWEEP_SHARD_QUERIES } from './sweep-floor.js';
 import type { Comparison } from './stats.js';
@@ -29,6 +30,8 @@ export interface BenchResults {
   tokens?: TokenBenchRow[];
   /** P2: one losing compactSession vs one bare SET NX PX round on the same nodes. */
   loser?: Comparison;
+  /** Issue 35 item 5: tenant B's p50 while tenant A floods 1 MB appends, over B's p50 alone (byte budget on and off). */
+  tenants?: TenantBenchRow[];
   /** Issue 22 #6: CPU to refuse a 1 MB body of 330,000 numbers, beside a bare JSON.parse of it. */
   jsonBody?: JsonBodyBenchResult;
   /** The client's minified bundle (lib/client, without the Agents SDK). */
@@ -207,6 +210,22 @@ export function sections(r: BenchResults): string[] {
             ratio(t.ratioTo1Kib),
             perKib(t.plainMsPerKib),
             ratio(t.plainRatioTo1Kib),
+          ]),
+        ),
+    );
+  }
+  if (r.tenants?.length) {
+    out.push(
+      `### One tenant's 1 MB floods and another's latency (issue 35 item 5: p50, side by side in one run)\n\n` +
+        table(
+          ['byte budget', "B's append alone p50 / p99", 'while A floods p50 / p99', 'ratio of p50s', "A's appends 200 / 429", 'A stored'],
+          r.tenants.map((t) => [
+            t.byteBudget === 'off' ? 'off' : `${Math.round(t.bytesPerSecond / 1024)} KiB/s (default)`,
+            `${ms(t.alone.p50)} / ${ms(t.alone.p99)}`,
+            `${ms(t.flooded.p50)} / ${ms(t.flooded.p99)}`,
+            `${t.ratioP50}x`,
+            `${t.floodAccepted} / ${t.floodRefused}`,
+            `${t.floodMbPerSecond} MB/s`,
           ]),
         ),
     );

@@ -20,6 +20,7 @@ import { benchQuorumLoss } from './quorum-bench.js';
 import { writeReadme, summaryTable, type BenchResults } from './report.js';
 import { benchScale } from './scale-bench.js';
 import { benchAppend, benchReads, benchStorage } from './storage-bench.js';
+import { benchTenants } from './tenant-bench.js';
 import { benchTokens } from './token-bench.js';
 
 const scale = Number(process.env.BENCH_SCALE ?? 1) || 1;
@@ -100,6 +101,10 @@ try {
       REDIS_URLS: stack.redisUrls.join(','),
       DYNAMODB_ENDPOINT: stack.dynamodbEndpoint,
     });
+  }
+  if (want('tenants')) {
+    step('tenant isolation under 1 MB floods (issue 35 item 5)');
+    results.tenants = await benchTenants(stack, n(20));
   }
   if (want('json-body')) {
     step('json body');

@@ -18,6 +18,15 @@ import { safeParse } from './validation.js';
 /** The Redlock lease TTL: the LEASE_TTL_MS default and compaction's when none is passed. */
 export const DEFAULT_LEASE_TTL_MS = 30_000;
 
+/**
+ * Request body bytes per second per tenant (issue 35 item 5). One session's partition takes about
+ * 1 MB/s of writes in DynamoDB; 2 MiB/s lets a tenant fill two such partitions at once, a small
+ * share of a stage, so big bodies cannot buy another tenant's latency.
+ */
+export const DEFAULT_BODY_BYTES_PER_SECOND = 2 * 1024 * 1024;
+/** Archives and purges per partition: under a third of DynamoDB's 1,000 WCU/s (lib/lineage/dynamo/write-budget.ts). */
+export const DEFAULT_BACKGROUND_WRITE_UNITS_PER_SECOND = 300;
+
 export const DEFAULT_ATTEMPT_SHARDS = 128;
 export const DEFAULT_ROTATION_SHARDS = 32;
 
@@ -73,7 +82,9 @@ export interface Config {
   /** How long a resolved API key is trusted per container, i.e. the revocation delay; 0 disables the cache. */
   apiKeyCacheTtlSeconds: number;
   /** Per-tenant limits on the Redis nodes (429 rate_limited above them; 0 turns one off). */
-  tenantLimits: { requestsPerSecond: number; compressionsPerMinute: number };
+  tenantLimits: { requestsPerSecond: number; compressionsPerMinute: number; bodyBytesPerSecond: number };
+  /** Write units per second one session's partition may take for archives and purges (docs/limits-and-pacing.md). */
+  backgroundWriteUnitsPerSecond: number;
   eventBusName?: string;
   /** Local stage: the JSON-lines file SessionCompacted events are appended to (e2e tests read it). */
   localEventsFile?: string;
@@ -137,6 +148,11 @@ const envSchema = z.object({
   API_KEY_CACHE_TTL_SECONDS: z._default(wholeSeconds(), 60),
   RATE_LIMIT_REQUESTS_PER_SECOND: z._default(wholeSeconds('must be a whole number (0 turns the limit off)'), 50),
   RATE_LIMIT_COMPRESSIONS_PER_MINUTE: z._default(wholeSeconds('must be a whole number (0 turns the limit off)'), 60),
+  RATE_LIMIT_BODY_BYTES_PER_SECOND: z._default(
+    wholeSeconds('must be a whole number (0 turns the limit off)'),
+    DEFAULT_BODY_BYTES_PER_SECOND,
+  ),
+  BACKGROUND_WRITE_UNITS_PER_SECOND: z._default(positiveInt(), DEFAULT_BACKGROUND_WRITE_UNITS_PER_SECOND),
   EVENT_BUS_NAME: z.optional(z.string()),
   LOCAL_EVENTS_FILE: z.optional(z.string()),
 });
@@ -224,7 +240,9 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     tenantLimits: {
       requestsPerSecond: e.RATE_LIMIT_REQUESTS_PER_SECOND,
       compressionsPerMinute: e.RATE_LIMIT_COMPRESSIONS_PER_MINUTE,
+      bodyBytesPerSecond: e.RATE_LIMIT_BODY_BYTES_PER_SECOND,
     },
+    backgroundWriteUnitsPerSecond: e.BACKGROUND_WRITE_UNITS_PER_SECOND,
     eventBusName: e.EVENT_BUS_NAME,
     localEventsFile: e.LOCAL_EVENTS_FILE,
     engine: toEngineConfig(e),

@@ -124,6 +124,7 @@ export class Runtime implements HandlerTelemetry {
           rotationShards: config.rotationShards,
           idempotencyTtlSeconds: config.idempotencyTtlSeconds,
           archiveRetentionSeconds: config.archiveRetentionSeconds,
+          backgroundWriteUnitsPerSecond: config.backgroundWriteUnitsPerSecond,
           logger: this.logger,
         });
         lease = new SessionLease({ clients: redis });
@@ -186,7 +187,7 @@ export function httpDeps(rt: Runtime): Promise<ApiDeps> {
       publisher,
       logger: rt.logger,
       maxBodyBytes: config.maxBodyBytes,
-      limits: new RedisTenantLimiter(redis, config.tenantLimits, rt.logger),
+      limits: new RedisTenantLimiter(redis, { ...config.tenantLimits, maxBodyBytes: config.maxBodyBytes }, rt.logger),
       publishAboveTokens: config.compactionTokenThreshold,
     };
   });

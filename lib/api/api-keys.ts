@@ -100,7 +100,7 @@ export class ApiKeyStore implements ApiKeyResolver {
       .catch((err: unknown) => {
         // Like every store call: a stall or outage the SDK gave up on is "retry later" (503), not a 500.
         throw isExhaustedTransient(err)
-          ? new StoreRetryableError(`api key lookup: ${(err as Error).name} after the client's retries`, err)
+          ? new StoreRetryableError(`api key lookup: ${(err as Error).name} after the client's retries`, err, { slow: true })
           : err;
       });
     const tenantId = out.Item?.tenantId?.S;

@@ -51,8 +51,8 @@ const paramSchemas: Record<string, typeof sessionIdParam> = { id: sessionIdParam
 
 /** Session and conversation compress routes (a conversation's acts on its live session). */
 const COMPRESS_SUFFIX = '/compress';
-const REQUEST: readonly LimitKind[] = ['request'];
-const COMPRESS: readonly LimitKind[] = ['request', 'compress'];
+const REQUEST: readonly LimitKind[] = ['request', 'bytes'];
+const COMPRESS: readonly LimitKind[] = ['request', 'bytes', 'compress'];
 
 function respond(result: RouteResult, requestId: string): HttpResponse {
   const headers: Record<string, string> = { 'x-request-id': requestId, ...result.headers };
@@ -109,7 +109,9 @@ export async function handleRequest(req: HttpRequest, deps: ApiDeps, inv: Invoca
     const { route, params } = matchRoute(method, path);
     const validParams = validateParams(params);
     // Before the body is read: a tenant over its limit costs no parsing (issue 22).
-    await deps.limits?.check(tenantId, route.path.endsWith(COMPRESS_SUFFIX) ? COMPRESS : REQUEST);
+    // A body over the size limit is answered 413 below, not charged to the byte budget.
+    const bodyBytes = Math.min(req.body.length, deps.maxBodyBytes ?? DEFAULT_MAX_BODY_BYTES);
+    await deps.limits?.check(tenantId, route.path.endsWith(COMPRESS_SUFFIX) ? COMPRESS : REQUEST, bodyBytes);
     const body =
       method === 'POST' || method === 'PUT' || method === 'PATCH'
         ? parseJsonBody(

@@ -219,6 +219,9 @@ export async function compactSession(
       initial,
       ttlMs,
       ...(deps.refreshIntervalMs !== undefined ? { intervalMs: deps.refreshIntervalMs } : {}),
+      // P6 (issue 35 item 3): past the commit margin the attempt cannot commit (C9) and its request is
+      // about to be answered, so nothing refreshes the lease or the record's expiry any longer.
+      ...(req.remainingTimeMs ? { stopAfterMs: req.remainingTimeMs() - marginMs } : {}),
       onGiveUp: (reason) => log.warn('lease refresher gave up; the attempt will not commit', { reason }),
     });
     scope.keepAlive(refresher, new ActivityHeartbeat((label) => store.touchActivity(ref, label), deps.heartbeatIntervalMs));

@@ -88,6 +88,8 @@ export interface AttemptRefresherOptions {
   initial?: Promise<boolean>;
   ttlMs: number;
   intervalMs?: number;
+  /** P6: no refresh after this long (the invocation's time before the commit margin); unset: none. */
+  stopAfterMs?: number;
   onGiveUp?: (reason: string) => void;
 }
 

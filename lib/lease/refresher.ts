@@ -1,6 +1,8 @@
 // Keeps a lease alive while an attempt works (SPEC L5). Bounded: after `cap` consecutive
 // failed refreshes the lease may already be gone, so it stops and aborts `signal`; the
-// attempt must then not commit.
+// attempt must then not commit. Bounded in time too (P6): past `stopAfterMs` (the invocation's
+// time to answer) it refreshes no more, so an attempt that outlives its answered request (a
+// stalled store, a frozen container thawed later) holds the lease at most one TTL longer.
 
 export interface RefresherClock {
   setTimeout(fn: () => void, ms: number): unknown;
@@ -35,6 +37,12 @@ export interface LeaseRefresherOptions {
   initial?: Promise<boolean>;
   ttlMs: number;
   intervalMs?: number;
+  /**
+   * P6: no refresh starts later than this long after construction. The attempt's request is
+   * answered by then (its invocation's deadline), so the lease, and the attempt record whose
+   * expiry the refreshes keep in step, lapse at most one TTL after the answer. Unset: no bound.
+   */
+  stopAfterMs?: number;
   clock?: RefresherClock;
   onGiveUp?: (reason: string) => void;
 }
@@ -51,6 +59,7 @@ export class LeaseRefresher {
   private initial: Promise<boolean> | undefined;
   private readonly clock: RefresherClock;
   private readonly onGiveUp: ((reason: string) => void) | undefined;
+  private readonly until: number;
   private started = false;
   private stopped = false;
   private failures = 0;
@@ -66,6 +75,7 @@ export class LeaseRefresher {
     this.initial = opts.initial;
     this.clock = opts.clock ?? systemClock;
     this.onGiveUp = opts.onGiveUp;
+    this.until = opts.stopAfterMs === undefined ? Number.POSITIVE_INFINITY : this.clock.now() + opts.stopAfterMs;
   }
 
   /** Aborted (with the reason) when the refresher gave up; not aborted by stop(). */
@@ -93,6 +103,12 @@ export class LeaseRefresher {
   private tick(): void {
     this.timer = undefined;
     const startedAt = this.clock.now();
+    // P6: past the invocation's deadline nothing keeps the lease alive. The ownership check
+    // (`initial`) was already made, so it is still taken as the first refresh.
+    if (!this.initial && startedAt >= this.until) {
+      this.stopped = true;
+      return;
+    }
     this.inFlight = this.runOnce().then((ok) => {
       this.inFlight = undefined;
       if (this.stopped) return;

@@ -209,11 +209,21 @@ export class LineageTooDeepError extends LineageError {
   }
 }
 
-/** Throttling / transaction conflicts / version races that outlived our bounded retries. */
+/**
+ * What a store call that failed after the client's retries says (issue 35 item 6): the store was
+ * slow or throttled (a timeout, a dropped connection, a 5xx, throttling), not that the session is busy.
+ */
+export const STORE_SLOW_MESSAGE =
+  'the store (DynamoDB) was slow or throttled and did not answer after retries; nothing was applied; retry shortly';
+
+/**
+ * Throttling / transaction conflicts / version races that outlived our bounded retries. `slow`:
+ * the store itself failed to answer (STORE_SLOW_MESSAGE); otherwise the session kept changing (busy).
+ */
 export class StoreRetryableError extends LineageError {
   override readonly name = 'StoreRetryableError';
-  constructor(message: string, cause?: unknown) {
-    super(message, { ...BUSY, cause });
+  constructor(message: string, cause?: unknown, opts: { slow?: boolean } = {}) {
+    super(message, { ...BUSY, ...(opts.slow ? { publicMessage: STORE_SLOW_MESSAGE } : {}), cause });
   }
 }
 

@@ -11,6 +11,10 @@
 //    commit and the read that would verify it both time out (issue 22 finding 1): the answer is
 //    503 outcome_unknown, never "unavailable" ("nothing applied"), while background traffic runs.
 //    The figures go to test/chaos/.last-stall.json, bench/README's fault table.
+// 4. P6 (issue 35 item 3, the 90 s lock): a long compress through the HTTP handler, a stall
+//    during it and the invocation's deadline: answered 503, the attempt works on after the store
+//    resumes, yet it renews nothing past its deadline, so within one lease TTL another caller
+//    gets the lease and commits.
 import { randomUUID } from 'node:crypto';
 import { writeFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
@@ -324,4 +328,85 @@ describe('DynamoDB Local stopped during a commit', () => {
       expect(await waitLeaseFree(coord.lease, ref, 10_000)).toBe(true);
     },
   );
+
+  it('P6: a compress answered at its deadline during a DynamoDB stall, its attempt still at work after the stall, blocks no one past one lease TTL', async () => {
+    const ref = await seeded();
+    let release: () => void = () => undefined;
+    const held = new Promise<void>((r) => (release = r));
+    let engineStarted = false;
+    // The long compress: it runs until the test lets it go, well past the answer.
+    const longEngine = {
+      ...fixedEngine(),
+      async compress(
+        t: Parameters<ReturnType<typeof fixedEngine>['compress']>[0],
+        o: Parameters<ReturnType<typeof fixedEngine>['compress']>[1],
+      ) {
+        engineStarted = true;
+        await held;
+        return fixedEngine().compress(t, o);
+      },
+    };
+    // Longer than the stall, so the lease outlives it: only the refresher decides whether it lapses.
+    const LEASE_MS = 4000;
+    const deps: ApiDeps = {
+      store: coord.store,
+      compact: (req) =>
+        compactSession(
+          {
+            lease: coord.lease,
+            store: coord.store,
+            engine: longEngine,
+            leaseTtlMs: LEASE_MS,
+            refreshIntervalMs: 300,
+            commitSafetyMarginMs: 1000,
+          },
+          req,
+        ),
+      publisher: { publish: () => Promise.resolve() },
+      logger: silentLogger,
+      apiKeys: { resolve: () => Promise.resolve(ref.tenantId) },
+    };
+    counts.racesRun++;
+    const end = Date.now() + 3000;
+    const answered = handleHttpRequest(
+      {
+        rawPath: `/sessions/${ref.sessionId}/compress`,
+        requestContext: { http: { method: 'POST' } },
+        headers: { authorization: 'Bearer chaos', 'content-type': 'application/json' },
+        body: JSON.stringify({ mode: 'rotate' }),
+        isBase64Encoded: false,
+      } as never,
+      deps,
+      { requestId: 'p6-stall', remainingTimeMs: () => end - Date.now() },
+    );
+    const started = Date.now();
+    while (!engineStarted && Date.now() - started < 20_000) await sleep(10);
+    expect(engineStarted).toBe(true);
+    // The stall, during the compress, until past the answer.
+    process.kill(ddbProc.pid, 'SIGSTOP');
+    counts.nodeFaultsInjected++;
+    let res: Awaited<typeof answered>;
+    try {
+      res = await answered;
+      await sleep(500);
+    } finally {
+      process.kill(ddbProc.pid, 'SIGCONT');
+    }
+    expect(res.statusCode).toBe(503);
+    try {
+      // The store is back and the attempt still works: before the fix its refresher renewed the lease
+      // (and the record's expiry) from here on, for as long as the attempt ran.
+      const free = await waitLeaseFree(coord.lease, ref, LEASE_MS + 5000);
+      if (!free) counts.leakedLeases++;
+      expect(free).toBe(true);
+      const rival = await compactSession(
+        { lease: coord.lease, store: coord.store, engine: fixedEngine(), leaseTtlMs: 10_000 },
+        { ref, mode: 'rotate', origin: 'manual', holder: 'next' },
+      );
+      expect(rival.outcome).toBe('compressed');
+      expect(await coord.store.children(ref)).toHaveLength(1);
+    } finally {
+      release();
+    }
+  }, 60_000);
 });

@@ -105,7 +105,12 @@ beforeAll(async () => {
   // Per-tenant limits off: the fuzz is about inputs, and one tenant sends its requests back to back.
   svc = await startLocalService({
     afterTurn: false,
-    env: { TABLE_NAME: tableName, RATE_LIMIT_REQUESTS_PER_SECOND: '0', RATE_LIMIT_COMPRESSIONS_PER_MINUTE: '0' },
+    env: {
+      TABLE_NAME: tableName,
+      RATE_LIMIT_REQUESTS_PER_SECOND: '0',
+      RATE_LIMIT_COMPRESSIONS_PER_MINUTE: '0',
+      RATE_LIMIT_BODY_BYTES_PER_SECOND: '0',
+    },
   });
   key = (await new ApiKeyStore({ client: ddb, tableName }).create(tenant)).key;
   chatId = await created('chat', { role: 'user', content: 'hi' });

@@ -84,6 +84,7 @@ describe('storm: appends and compactions under a Redis node kill and a DynamoDB 
         // tests: test/e2e/http/tenant-limits.test.ts) would answer 429 to the load this storm is about.
         RATE_LIMIT_REQUESTS_PER_SECOND: '0',
         RATE_LIMIT_COMPRESSIONS_PER_MINUTE: '0',
+        RATE_LIMIT_BODY_BYTES_PER_SECOND: '0',
       },
     });
   }, 180_000);

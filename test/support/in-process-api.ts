@@ -16,6 +16,7 @@ export function testStackRuntime(): Runtime {
       TABLE_NAME: process.env.TABLE_NAME!,
       RATE_LIMIT_REQUESTS_PER_SECOND: '0',
       RATE_LIMIT_COMPRESSIONS_PER_MINUTE: '0',
+      RATE_LIMIT_BODY_BYTES_PER_SECOND: '0',
     },
   });
 }

@@ -43,6 +43,7 @@ export async function startLocalService(opts: LocalServiceOptions = {}): Promise
     // tenant far past any sane per-tenant rate on purpose, and the limits have their own e2e tests.
     RATE_LIMIT_REQUESTS_PER_SECOND: '0',
     RATE_LIMIT_COMPRESSIONS_PER_MINUTE: '0',
+    RATE_LIMIT_BODY_BYTES_PER_SECOND: '0',
     ...opts.env,
   };
   if (!opts.skipBuild) await buildFunctions();

@@ -258,8 +258,10 @@ export class Attempts {
 
   /**
    * Archive: the replaced generation's items get the retention TTL (C11). Purge: a deleted
-   * session's items, idempotency records and a pending child's items are removed (A6). The task
-   * item goes last, so a run that dies is simply run again. Returns the items touched.
+   * session's items, idempotency records and a pending child's items are removed (A6). Both are
+   * paced under the partition's write budget (write-budget.ts) and go a page at a time. The task
+   * item goes last, so a run that dies is simply run again (an archive skips the rows it already
+   * did). Returns the items touched.
    */
   async runTask(task: StoreTask, retentionSeconds: number): Promise<number> {
     const pk = sessionPk(task.ref);
@@ -269,23 +271,33 @@ export class Attempts {
     if (task.kind === 'archive') {
       const meta = await this.table.getMeta(task.ref);
       // Never put a TTL on the live generation (a task for it can only be a bug or a stale replay).
-      if (meta && meta.generation !== task.generation) {
-        const rows = await this.table.queryPrefix<RawRow>(pk, generationPrefix(task.generation));
-        const remote = await Promise.all(
-          rows.filter((r) => r.w !== undefined).map((r) => this.table.queryPrefix<RawRow>(pk, remotePartPrefix(r.w!, r.h ?? 0))),
-        );
-        const expiresAt = Math.floor(this.table.now() / 1000) + retentionSeconds;
-        await this.table.putAll([...rows, ...remote.flat()].map((r) => ({ ...r, expiresAt })));
-        touched = rows.reduce((n, r) => n + (isHeadSk(r.sk) ? (r.body !== undefined ? 1 : (r.idx ?? '').split(',').length) : 0), 0);
-      }
+      if (meta && meta.generation !== task.generation) touched = await this.archive(pk, task.generation, retentionSeconds);
     } else {
       const record = await this.table.getItem<{ pendingChildId?: string }>({ pk, sk: taskSk('purge', 0) });
-      const keys: Key[] = (await Promise.all([MSG_PREFIX, IDEM_PREFIX, PART_PREFIX].map((p) => this.table.keysWithPrefix(pk, p)))).flat();
-      await this.table.deleteAll(keys);
-      touched = keys.length + (record?.pendingChildId ? await this.removePendingChild(task.ref, record.pendingChildId) : 0);
+      for (const prefix of [MSG_PREFIX, IDEM_PREFIX, PART_PREFIX]) touched += await this.table.deletePaced(pk, prefix);
+      if (record?.pendingChildId) touched += await this.removePendingChild(task.ref, record.pendingChildId);
     }
     await this.table.deleteAll([{ pk, sk: taskSk(task.kind, task.generation) }]);
     return touched;
+  }
+
+  /**
+   * Sets the TTL on every row of a replaced generation (and the chunks its rows name), each by an
+   * update that requires the row to exist: a delete and purge landing between this read and the
+   * write must not get the bodies back (H4, A6; issue 28 item 9). Returns the items archived.
+   */
+  private async archive(pk: string, generation: number, retentionSeconds: number): Promise<number> {
+    const expiresAt = Math.floor(this.table.now() / 1000) + retentionSeconds;
+    let items = 0;
+    for await (const rows of this.table.pagesWithPrefix<RawRow>(pk, generationPrefix(generation))) {
+      for (const row of rows) {
+        const chunks = row.w !== undefined ? await this.table.queryPrefix<RawRow>(pk, remotePartPrefix(row.w, row.h ?? 0)) : [];
+        for (const chunk of chunks) if (chunk.expiresAt === undefined) await this.table.expireRow(chunk, expiresAt);
+        const kept = row.expiresAt !== undefined || (await this.table.expireRow(row, expiresAt));
+        if (kept && isHeadSk(row.sk)) items += row.body !== undefined ? 1 : (row.idx ?? '').split(',').length;
+      }
+    }
+    return items;
   }
 
   /**

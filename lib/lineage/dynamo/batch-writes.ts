@@ -23,7 +23,9 @@ export async function inPages<T>(
   for (let i = 0; i < requests.length; i += page) {
     let pending = requests.slice(i, i + page);
     for (let round = 0; pending.length > 0; round++) {
-      if (round >= MAX_UNPROCESSED_ROUNDS) throw new StoreRetryableError(`${what}: ${pending.length} items unprocessed`);
+      // Unprocessed items are DynamoDB's throttling of a batch: the store was slow, not the session busy.
+      if (round >= MAX_UNPROCESSED_ROUNDS)
+        throw new StoreRetryableError(`${what}: ${pending.length} items unprocessed`, undefined, { slow: true });
       if (round > 0) await sleep(backoffDelay(round, retry));
       pending = await send(pending);
     }

@@ -3,7 +3,10 @@
 // (`#name` placeholders become attribute names in expression.ts; `:values` come with each write.)
 import type { MetaItem } from './meta-row.js';
 
-/** The item exists (an update never creates a record by accident). */
+/**
+ * The item exists (an update never creates a record by accident). The archive sets a row's TTL
+ * only under it (H4, A6): a delete and purge that ran since it read the row stay done (issue 28 item 9).
+ */
 export const EXISTS = 'attribute_exists(pk)';
 
 /**

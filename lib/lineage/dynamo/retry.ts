@@ -85,7 +85,9 @@ export async function withRetry<T>(what: string, op: () => Promise<T>, opts: Ret
       return await op();
     } catch (err) {
       if (isExhaustedTransient(err))
-        throw new StoreRetryableError(`${what}: ${err instanceof Error ? err.name : 'failed'} after the client's retries`, err);
+        throw new StoreRetryableError(`${what}: ${err instanceof Error ? err.name : 'failed'} after the client's retries`, err, {
+          slow: true,
+        });
       if (!isContention(err)) throw err;
       last = err;
       if (i < opts.maxAttempts - 1) await sleep(backoffDelay(i, opts));

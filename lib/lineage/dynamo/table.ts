@@ -24,9 +24,11 @@ import { withDefaults, type MetaItem, type StoredMeta } from './meta-row.js';
 import { DEFAULT_ATTEMPT_SHARDS, DEFAULT_ROTATION_SHARDS, metaKey, SHARD_QUERY_CONCURRENCY } from './keys.js';
 import { RecordCache } from './record-cache.js';
 import { headOfPart, isHeadSk, itemRange, itemsOfRow, remotePartPrefix, type RawRow, type StoredItem } from './rows.js';
+import { EXISTS } from './conditions.js';
 import { cancellationCodes, DEFAULT_RETRY, isConditionFailure, mayHaveApplied, withRetry, type RetryOptions } from './retry.js';
 import { errorFields } from '../../errors.js';
 import { silentLogger, type Logger } from '../../logger.js';
+import { WriteBudget, writeUnits, type PacingClock } from './write-budget.js';
 
 export type TransactItem = NonNullable<TransactWriteCommandInput['TransactItems']>[number];
 export type Key = { pk: string; sk: string };
@@ -35,6 +37,8 @@ export const TRANSACTION_ENTRIES = 100;
 export const TRANSACTION_BYTES = 3_900_000;
 /** BatchGetItem's limit of keys per call. */
 const BATCH_GET_PAGE = 100;
+/** BatchWriteItem's limit of requests per call: a paced delete spends one batch's units at a time. */
+const DELETE_BATCH = 25;
 
 export interface TableOptions {
   client: DynamoDBClient;
@@ -55,6 +59,9 @@ export interface TableOptions {
   recordCacheAgeMs?: number;
   /** Where background failures the caller cannot see are reported (the runtime's logger; silent when unset). */
   logger?: Logger;
+  /** Per-partition write budget of archives and purges (write-budget.ts); tests inject the clock. */
+  backgroundWriteUnitsPerSecond?: number;
+  pacingClock?: PacingClock;
 }
 
 export class Table {
@@ -68,6 +75,8 @@ export class Table {
   readonly transactionBytes: number;
   /** The records this container has seen (P5): every META read or old image refreshes it. */
   readonly records: RecordCache;
+  /** Paces archives and purges per partition (issue 35 item 6). */
+  readonly writeBudget: WriteBudget;
 
   constructor(opts: TableOptions) {
     // Items are stripped of undefined values by the callers rather than through translateConfig:
@@ -82,6 +91,7 @@ export class Table {
     this.logger = opts.logger ?? silentLogger;
     this.transactionBytes = opts.transactionBytes ?? TRANSACTION_BYTES;
     this.records = new RecordCache(this.now, opts.recordCacheEntries, opts.recordCacheAgeMs);
+    this.writeBudget = new WriteBudget(opts.backgroundWriteUnitsPerSecond, opts.pacingClock);
   }
 
   send<T>(what: string, op: () => Promise<T>): Promise<T> {
@@ -275,6 +285,12 @@ export class Table {
   /** Every stored row under `pk` whose sort key starts with `prefix` (whole items). */
   async queryPrefix<T>(pk: string, prefix: string): Promise<T[]> {
     const found: T[] = [];
+    for await (const page of this.pagesWithPrefix<T>(pk, prefix)) found.push(...page);
+    return found;
+  }
+
+  /** The same rows one Query page (at most 1 MB) at a time, so a big generation is never held whole. */
+  async *pagesWithPrefix<T>(pk: string, prefix: string): AsyncGenerator<T[]> {
     let start: Record<string, unknown> | undefined;
     do {
       const out = await this.send('read rows', () =>
@@ -287,10 +303,50 @@ export class Table {
           }),
         ),
       );
-      found.push(...((out.Items ?? []) as T[]));
+      yield (out.Items ?? []) as T[];
       start = out.LastEvaluatedKey;
     } while (start);
-    return found;
+  }
+
+  /**
+   * Sets `expiresAt` on a row only while it exists (H4, A6): a delete and purge that ran since
+   * the row was read must not be undone by a put bringing its body back. Paced under the
+   * partition's budget. False when the row was gone.
+   */
+  async expireRow(row: Key & object, expiresAt: number): Promise<boolean> {
+    await this.writeBudget.take(row.pk, writeUnits(row));
+    try {
+      await this.send('archive row', () =>
+        this.doc.send(
+          new UpdateCommand({
+            TableName: this.name,
+            Key: { pk: row.pk, sk: row.sk },
+            ...expression({ update: 'SET #expiresAt = :exp', condition: EXISTS }, { ':exp': expiresAt }),
+          }),
+        ),
+      );
+      return true;
+    } catch (err) {
+      if (isConditionFailure(err)) return false;
+      throw err;
+    }
+  }
+
+  /** Deletes every row under `pk` whose sort key starts with `prefix`, a page at a time, paced (issue 35 item 6). Returns how many. */
+  async deletePaced(pk: string, prefix: string): Promise<number> {
+    let deleted = 0;
+    for await (const rows of this.pagesWithPrefix<Key>(pk, prefix)) {
+      for (let i = 0; i < rows.length; i += DELETE_BATCH) {
+        const batch = rows.slice(i, i + DELETE_BATCH);
+        await this.writeBudget.take(
+          pk,
+          batch.reduce((n, r) => n + writeUnits(r), 0),
+        );
+        await this.deleteAll(batch.map((r) => ({ pk: r.pk, sk: r.sk })));
+        deleted += batch.length;
+      }
+    }
+    return deleted;
   }
 
   async readItems(pk: string, generation: number, from: number, to: number): Promise<Item[]> {

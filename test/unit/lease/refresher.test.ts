@@ -263,6 +263,29 @@ describe('LeaseRefresher', () => {
     await expect(r.stop()).resolves.toBeUndefined();
   });
 
+  it('P6: no refresh starts past stopAfterMs (the invocation answered), so the lease lapses one TTL after it; the signal stays clear', async () => {
+    const refresh = scripted([true]);
+    const r = new LeaseRefresher({ refresh, ttlMs: 10_000, intervalMs: 1000, stopAfterMs: 2500 });
+    r.start();
+    await vi.advanceTimersByTimeAsync(2000);
+    // At 0, 1000 and 2000 ms; the tick at 3000 ms is past the bound.
+    expect(refresh).toHaveBeenCalledTimes(3);
+    await vi.advanceTimersByTimeAsync(60_000);
+    expect(refresh).toHaveBeenCalledTimes(3);
+    // Not a give-up: an attempt already committing is not told its lease was lost.
+    expect(r.signal.aborted).toBe(false);
+    await expect(r.stop()).resolves.toBeUndefined();
+  });
+
+  it('P6: a bound already past still takes the ownership check as the first refresh, and starts none of its own', async () => {
+    const refresh = scripted([true]);
+    const r = new LeaseRefresher({ refresh, ttlMs: 10_000, intervalMs: 1000, stopAfterMs: -1, initial: Promise.resolve(true) });
+    r.start();
+    await vi.advanceTimersByTimeAsync(10_000);
+    expect(refresh).toHaveBeenCalledTimes(0);
+    await r.stop();
+  });
+
   it('L5: uses an injected clock instead of the global timers', async () => {
     vi.useRealTimers();
     const pending: Array<{ fn: () => void; ms: number }> = [];

@@ -1,7 +1,7 @@
 // Pure helpers of the lineage store: item sizing, keys, expressions, retries, cursors, legacy defaults.
 import { describe, expect, it } from 'vitest';
 import { decodeCursor, encodeCursor, InvalidCursorError } from '../../../lib/lineage/cursor.js';
-import { ItemTooLargeError, StoreRetryableError } from '../../../lib/lineage/errors.js';
+import { ItemTooLargeError, STORE_SLOW_MESSAGE, StoreRetryableError } from '../../../lib/lineage/errors.js';
 import { inPages, MAX_UNPROCESSED_ROUNDS } from '../../../lib/lineage/dynamo/batch-writes.js';
 import { expression } from '../../../lib/lineage/dynamo/expression.js';
 import { withDefaults, type StoredMeta } from '../../../lib/lineage/dynamo/meta-row.js';
@@ -155,6 +155,22 @@ describe('retries', () => {
       ),
     ).rejects.toThrow('ValidationException');
     expect(calls).toBe(1);
+  });
+});
+
+describe('what a store call that failed after its retries says (issue 35 item 6)', () => {
+  const opts = { ...DEFAULT_RETRY, baseDelayMs: 1, maxDelayMs: 2 };
+  it('P3: a timeout or throttle past the client retries says the store was slow or throttled, not that the session is busy', async () => {
+    for (const name of ['TimeoutError', 'ThrottlingException', 'ProvisionedThroughputExceededException']) {
+      const err = await withRetry('read items', () => Promise.reject(named(name)), opts).catch((e: unknown) => e);
+      expect(err).toBeInstanceOf(StoreRetryableError);
+      expect((err as StoreRetryableError).publicMessage).toBe(STORE_SLOW_MESSAGE);
+      expect((err as StoreRetryableError).publicMessage).not.toMatch(/busy/);
+    }
+  });
+  it('P3: contention that outlives the bounded retries still says the session is busy', async () => {
+    const err = await withRetry('commit', () => Promise.reject(named('TransactionConflictException')), opts).catch((e: unknown) => e);
+    expect((err as StoreRetryableError).publicMessage).toBe('the session is busy; retry shortly');
   });
 });
 
