@@ -73,8 +73,10 @@ export class Conversations {
         return { conversation: null, session: root };
       const chain = await chainOf(this.table, { tenantId, sessionId: root.sessionId });
       const tip = chain[chain.length - 1]!;
-      // A tip that names a conversation already is not legacy: never re-labelled (the condition below says so too).
-      if (!isLiveTip(tip) || tip.conversationId !== undefined) return { conversation: null, session: root };
+      // A tip of another conversation is never re-labelled (the condition below says so too); one
+      // that names this id was adopted meanwhile: the transaction fails and the record is read.
+      const elsewhere = tip.conversationId !== undefined && tip.conversationId !== conversationId;
+      if (!isLiveTip(tip) || elsewhere) return { conversation: null, session: root };
       const at = this.table.isoNow();
       const item: ConversationItem = {
         ...conversationItemFor(root, conversationId),
