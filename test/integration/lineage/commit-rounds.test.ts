@@ -60,7 +60,7 @@ async function rowsOf(ref: SessionRef, prefix: string): Promise<Record<string, u
   return (await rawItems(client(), ref)).filter((r) => String(r.sk).startsWith(prefix));
 }
 
-describe('rows of an earlier commit round (issue 28 item 1: I4, A6)', () => {
+describe('rows of an earlier commit round (issue 28 item 1: I4, A6)', { timeout: 120_000 }, () => {
   // The interleaving of the issue: an item A of 3.5 KB appended after the begin (round 0 loses on
   // the version); round 1 carries summary + A, too big for one 3,000-byte transaction, so it
   // writes its row ahead (MSG#<g>#2, first=1); A is popped before round 1's transaction (it
@@ -124,7 +124,7 @@ describe('rows of an earlier commit round (issue 28 item 1: I4, A6)', () => {
   });
 });
 
-describe('a BatchWriteItem answer lost after it applied (issue 28 item 8: A7, S2)', () => {
+describe('a BatchWriteItem answer lost after it applied (issue 28 item 8: A7, S2)', { timeout: 120_000 }, () => {
   /** Lets the first BatchWriteItem of rows through to DynamoDB, then loses its answer; with `thenDown`, every later call fails too. */
   function loseRowsAnswer(c: DynamoDBClient, thenDown = false): { lost: boolean } {
     const state = { lost: false };
@@ -186,7 +186,7 @@ describe('a BatchWriteItem answer lost after it applied (issue 28 item 8: A7, S2
   }
 });
 
-describe('conditions no test pinned (issue 28)', () => {
+describe('conditions no test pinned (issue 28)', { timeout: 120_000 }, () => {
   it('K2: a rotation whose conversation record names another live session (TIP_IS_PARENT) commits nothing and moves no tip', async () => {
     const store = makeStore();
     const tenantId = `t-${randomUUID()}`;
@@ -207,5 +207,77 @@ describe('conditions no test pinned (issue 28)', () => {
     expect(await store.getConversation(tenantId, 'moved')).toMatchObject({ liveSessionId: 'another-session', sessions: 1 });
     expect(await store.children(ref)).toEqual([]);
     expect((await store.getSession(ref))?.endedAt).toBeUndefined();
+  });
+});
+
+describe('the seal and the snapshot read (issue 28, suspected)', { timeout: 120_000 }, () => {
+  it('I4/C11: in place, every round writes megabytes ahead on a slow DynamoDB (4 s by the clock, past SEAL_MS): the sealed round still commits, every append lands once', async () => {
+    // One clock for committer and appender, standing still but for 4 s moved by every write of
+    // rows ahead (the write "took" 4 s): the machine's own load cannot move the outcome.
+    const skew = { ms: 0 };
+    const base = Date.now();
+    const now = () => base + skew.ms;
+    // The appender says when it found a live seal on the record (it then waits for the seal to go).
+    const pc = client();
+    let sealSeen: () => void = () => undefined;
+    pc.middlewareStack.add(
+      (next, context) => async (args) => {
+        const out = await next(args);
+        // The record as read (marshalled or not, depending on where in the stack this runs).
+        const seal = (out.output as { Item?: { seal?: { until?: number; M?: { until?: { N?: string } } } } }).Item?.seal;
+        if (/^Get/.test(context.commandName ?? '') && Number(seal?.until ?? seal?.M?.until?.N ?? 0) > now()) sealSeen();
+        return out;
+      },
+      { step: 'initialize', name: 'sealSeen' },
+    );
+    const appender = makeStore(pc, { now });
+    const ref = await newSession(appender, msgs(1, 4));
+    const c = client();
+    const state = { n: 0, transactions: 0, appends: [] as Promise<unknown>[] };
+    c.middlewareStack.add(
+      (next) => async (args) => {
+        const input = args.input as Input;
+        if (input.TransactItems !== undefined) state.transactions++;
+        if (!putsRows(input)) return next(args);
+        const out = await next(args);
+        skew.ms += 4_000;
+        // An append arrives as the slow write ends: it lands, or it meets a live seal and waits.
+        const waiting = new Promise<void>((r) => (sealSeen = r));
+        const appended = append(appender, ref, [msg(100 + state.n++)]);
+        state.appends.push(appended);
+        await Promise.race([appended, waiting]);
+        return out;
+      },
+      { step: 'initialize', name: 'slowRowsAhead' },
+    );
+    const store = makeStore(c, { transactionBytes: 2_000, now });
+    const a = await begin(store, ref);
+    await store.commitInPlace(ref, a, commitInput(many));
+    await Promise.all(state.appends);
+    // Round 0 and round 1 lose to an append; the sealed round 2 holds them back and commits.
+    expect(state.transactions).toBe(3);
+    const appended = Array.from({ length: state.n }, (_, k) => msg(100 + k));
+    expect(await appender.readAll(ref)).toEqual([...many, ...appended]);
+  });
+
+  it('P1: a snapshot read sent beside the begin that fails (a transient error) is read again, not the attempt failed', async () => {
+    const c = client();
+    const store = makeStore(c);
+    // This store appended the items, so it knows the record and reads beside the begin.
+    const ref = await newSession(store, msgs(1, 5));
+    const state = { queries: 0, failed: 0 };
+    c.middlewareStack.add(
+      (next, context) => async (args) => {
+        if (context.commandName === 'QueryCommand' && state.queries++ === 0) {
+          state.failed++;
+          throw Object.assign(new Error('socket hang up'), { name: 'TimeoutError' });
+        }
+        return next(args);
+      },
+      { step: 'initialize', name: 'failFirstQuery' },
+    );
+    const a = await begin(store, ref);
+    expect(await store.readSnapshot(ref, a)).toEqual(msgs(1, 5));
+    expect(state).toEqual({ queries: 2, failed: 1 });
   });
 });
