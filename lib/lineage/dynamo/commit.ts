@@ -6,7 +6,8 @@
 // looked", plus the strategy's other writes (rotation: the child's record, the root's tip
 // pointer; in place: the archive task) and, whenever they fit, the items themselves. Items that
 // do not fit in one transaction are written first under keys nobody reads yet (a child without
-// a record, a generation that is not active), and removed if the commit fails.
+// a record, a generation that is not active), listed beforehand in a task that every round from
+// then on deletes in its transaction (parts.ts), and removed through that task if the commit fails.
 //
 // A failed version condition hands back the record's current state, so the next round reads
 // only the new tail. Under sustained appends (issue 11: 8 writers at 10/s each) a plain retry

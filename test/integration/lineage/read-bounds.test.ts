@@ -59,8 +59,8 @@ describe('A6/A7: a pop of a row written ahead, racing a read of its chunks (issu
     let raced = false;
     c.middlewareStack.add(
       (next) => async (args) => {
-        const values = (args.input as { ExpressionAttributeValues?: Record<string, unknown> }).ExpressionAttributeValues ?? {};
-        if (!raced && String(values[':prefix'] ?? '').startsWith('PART#')) {
+        const prefix = (args.input as { ExpressionAttributeValues?: { ':prefix'?: unknown } }).ExpressionAttributeValues?.[':prefix'];
+        if (!raced && typeof prefix === 'string' && prefix.startsWith('PART#')) {
           raced = true;
           expect((await store.popLast(ref)).removed).toEqual(big);
           // The sweep runs at once, as it may: nothing of this session is due yet.
