@@ -176,11 +176,13 @@ export class Attempts {
 
   async snapshot(ref: SessionRef, begun: BegunAttempt): Promise<Item[]> {
     const early = this.readBeside.get(begun);
+    const read = () => this.table.readItems(sessionPk(ref), begun.session.generation, 1, begun.attempt.watermark);
     if (early) {
       this.readBeside.delete(begun);
-      return early;
+      // The read beside the begin is an optimisation: one that failed is sent again, as a cold container would.
+      return early.catch(read);
     }
-    return this.table.readItems(sessionPk(ref), begun.session.generation, 1, begun.attempt.watermark);
+    return read();
   }
 
   extend(ref: SessionRef, attempt: AttemptRecord, leaseExpiresAt: number): Promise<boolean> {

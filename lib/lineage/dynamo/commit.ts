@@ -6,7 +6,8 @@
 // looked", plus the strategy's other writes (rotation: the child's record, the root's tip
 // pointer; in place: the archive task) and, whenever they fit, the items themselves. Items that
 // do not fit in one transaction are written first under keys nobody reads yet (a child without
-// a record, a generation that is not active), and removed if the commit fails.
+// a record, a generation that is not active), listed beforehand in a task that every round from
+// then on deletes in its transaction (parts.ts), and removed through that task if the commit fails.
 //
 // A failed version condition hands back the record's current state, so the next round reads
 // only the new tail. Under sustained appends (issue 11: 8 writers at 10/s each) a plain retry
@@ -15,6 +16,7 @@
 // With the seal up the version holds still, so the sealed round commits. This keeps I4 (every
 // append lands: before the seal, in the tail we carry; during it, after it, on the new
 // generation or as a 409 that names the new child) and bounds a commit to about three rounds.
+import { randomUUID } from 'node:crypto';
 import type { Item } from '../../items/types.js';
 import type { SessionRef } from '../../session-ref.js';
 import {
@@ -33,6 +35,7 @@ import { ATTEMPT_ATTRS, type Attempts } from './attempts.js';
 import { tipMoveEntry } from './conversation-row.js';
 import { metaKey, rotationShardOf, sessionPk } from './keys.js';
 import { liveTipOf } from './links.js';
+import { PARTS_GRACE_MS, partsTask, partsTaskCheck, runPartsTask } from './parts.js';
 import { isConditionFailure, rounds } from './retry.js';
 import { conditionFailedAt, itemOf, oldImageOf, TRANSACTION_ENTRIES, withoutUndefined, type Table, type TransactItem } from './table.js';
 import { commitCondition, EXISTS, OUR_ATTEMPT } from './conditions.js';
@@ -41,6 +44,8 @@ import { commitCondition, EXISTS, OUR_ATTEMPT } from './conditions.js';
 const MAX_COMMIT_ROUNDS = 6;
 /** How long a seal holds appends back at most (it is lifted by the commit, milliseconds later). */
 export const SEAL_MS = 3_000;
+/** At most this much longer, when the sealed round writes ahead: a crashed sealer blocks appends no longer. */
+const MAX_SEAL_EXTRA_MS = 10_000;
 
 /** What differs between a rotation and an in-place commit. */
 interface Strategy<R> {
@@ -242,9 +247,14 @@ export class Commits {
     const parentPk = sessionPk(ref);
     let meta: MetaItem = metaFromBegun(begun);
     let tail: StoredItem[] = [];
-    let sealed = false;
-    /** Rows written before the flip, under keys nobody reads until it lands. */
+    /** The write id of the task that lists every row written ahead (absent until a round writes ahead). */
+    let ahead: string | undefined;
+    /** Keys that task lists: rows of every round written ahead so far. */
+    let recorded = new Set<string>();
+    /** Rows written ahead and still stored, under keys nobody reads until the flip. */
     let written = new Set<string>();
+    /** How long the last round's writes ahead took: a seal must outlast them (see seal()). */
+    let aheadMs = 0;
     // The compacted items never change between rounds; only the tail after them does.
     const head = encodeItems(input.compacted, input.tokenEstimates);
     try {
@@ -255,36 +265,46 @@ export class Commits {
         const stored = [...rows.heads, ...rows.parts];
         const tokens = encoded.reduce((sum, m) => sum + m.tokens, 0);
         const fixed = s.entries(meta, encoded.length, tokens, at, stored.length);
-        const inline = fixed.length + stored.length <= TRANSACTION_ENTRIES && rows.bytes <= this.table.transactionBytes;
+        const taskEntries = ahead === undefined ? 0 : 1;
+        const inline = fixed.length + taskEntries + stored.length <= TRANSACTION_ENTRIES && rows.bytes <= this.table.transactionBytes;
+        const keys = new Set(stored.map((r) => r.sk));
         if (!inline) {
           // Too big for one transaction: the rows go first, under keys nobody reads until the flip.
-          // A longer tail can move a row's key: rows of an earlier round that are not rewritten go.
-          const keys = new Set(stored.map((r) => r.sk));
+          // A task lists them BEFORE they are written (A7, S2): if the commit never lands, or a
+          // write's answer is lost after DynamoDB applied part of it, the task still names them.
+          const started = this.table.now();
+          ahead ??= randomUUID();
+          recorded = new Set([...recorded, ...keys]);
+          await this.table.putAll([partsTask(this.table, s.targetPk, ahead, this.table.now() + PARTS_GRACE_MS, [...recorded])]);
           await this.table.putAll(stored);
-          await this.table.deleteAll([...written].filter((sk) => !keys.has(sk)).map((sk) => ({ pk: s.targetPk, sk })));
-          written = keys;
+          aheadMs = this.table.now() - started;
         }
+        // I4/A6: rows of earlier rounds this round does not rewrite (a longer or shorter tail
+        // moves keys) go before it commits, inline or not: left, they would read as duplicates,
+        // or bring back an item popped since.
+        const stale = [...written].filter((sk) => !keys.has(sk));
+        if (stale.length > 0) await this.table.deleteAll(stale.map((sk) => ({ pk: s.targetPk, sk })));
+        written = inline ? new Set([...written].filter((sk) => keys.has(sk))) : keys;
+        // Once rows were written ahead, every round takes their task away, and lands only while it exists.
+        const task = ahead === undefined ? [] : [partsTaskCheck(this.table, s.targetPk, ahead)];
         try {
-          await this.table.transact(s.what, inline ? [...fixed, ...stored.map((m) => this.table.put(m))] : fixed);
+          await this.table.transact(s.what, [...fixed, ...task, ...(inline ? stored.map((m) => this.table.put(m)) : [])]);
           return s.result(meta, [...input.compacted, ...tail.map(itemOf)], tail.length, tokens, at);
         } catch (err) {
           if (retryWithout(err)) continue;
           const current = await this.afterFailure(err, ref, s);
           if (s.isOurs(current)) return await s.alreadyCommitted(current);
           await this.assertCommittable(current, ref, attempt, s);
-          // Only the version moved (appends or pops after our snapshot): read the new tail and go again.
-          if (round >= 1 && !sealed) {
-            meta = await this.seal(ref, attempt);
-            sealed = true;
-          } else {
-            meta = current;
-          }
+          // Only the version moved (appends or pops after our snapshot): read the new tail and go
+          // again, under a seal from the second round on. Raised again in every later round: a
+          // sealed round that lost (its seal lapsed while it wrote ahead) must not go unsealed.
+          meta = round >= 1 ? await this.seal(ref, attempt, aheadMs) : current;
           tail = (await this.table.queryRange(parentPk, meta.generation, attempt.watermark + 1, meta.lastSeq)).items;
         }
       }
       throw new StoreRetryableError(`${s.what} on ${ref.sessionId}: the session kept changing`);
     } catch (err) {
-      await this.discard(ref, attempt, s, written);
+      await this.discard(ref, attempt, s, ahead);
       throw err;
     }
   }
@@ -321,15 +341,19 @@ export class Commits {
     if (meta.attempt.stale) throw new StaleSnapshotError(ref.sessionId);
   }
 
-  /** Puts up the seal (our attempt only) and returns the record as it stands under it. */
-  private async seal(ref: SessionRef, attempt: AttemptRecord): Promise<MetaItem> {
+  /**
+   * Puts up the seal (our attempt only) and returns the record as it stands under it. It holds
+   * for SEAL_MS past the time the round's writes ahead took last round (capped), so a round
+   * that writes megabytes ahead on a slow DynamoDB still commits under its seal.
+   */
+  private async seal(ref: SessionRef, attempt: AttemptRecord, aheadMs: number): Promise<MetaItem> {
     try {
       const out = await this.table.update(
         'seal for commit',
         ref,
         { update: 'SET #seal = :seal', condition: OUR_ATTEMPT },
         {
-          ':seal': { attemptId: attempt.attemptId, until: this.table.now() + SEAL_MS },
+          ':seal': { attemptId: attempt.attemptId, until: this.table.now() + SEAL_MS + Math.min(aheadMs, MAX_SEAL_EXTRA_MS) },
           ':aid': attempt.attemptId,
           ':fence': attempt.fence,
         },
@@ -343,17 +367,18 @@ export class Commits {
   }
 
   /**
-   * After a failed commit: our attempt record goes first (a transaction still in flight, after a
-   * transport error, then cannot land), then the items we wrote before the flip, unless the
-   * record shows our commit did land. The seal goes with the attempt record.
+   * After a failed commit. Rows written ahead go first, through their task: its conditional
+   * delete also keeps a transaction still in flight (after a transport error) from landing,
+   * since every round lands only while the task exists; if the task is gone, our commit landed
+   * and nothing is removed. The attempt record (and the seal with it) goes only after those
+   * rows: should their removal fail, the task stays for the sweep (S2), and the attempt until its
+   * lease ends (S1). Without rows written ahead, the attempt record goes first, so an inline
+   * transaction still in flight cannot land.
    */
-  private async discard<R>(ref: SessionRef, attempt: AttemptRecord, s: Strategy<R>, written: Set<string>): Promise<void> {
+  private async discard<R>(ref: SessionRef, attempt: AttemptRecord, s: Strategy<R>, ahead: string | undefined): Promise<void> {
     try {
+      if (ahead !== undefined) await runPartsTask(this.table, s.targetPk, ahead);
       await this.attempts.clear(ref, attempt, 'compaction failed');
-      if (written.size > 0) {
-        const meta = await this.table.getMeta(ref);
-        if (!meta || !s.isOurs(meta)) await this.table.deleteAll([...written].map((sk) => ({ pk: s.targetPk, sk })));
-      }
     } catch (err) {
       // The sweep removes what is left (S1/S2); the caller gets the original error.
       this.table.warn('cleanup after a failed commit failed; the sweep will', err, { sessionId: ref.sessionId });

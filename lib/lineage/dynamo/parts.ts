@@ -1,5 +1,6 @@
-// Chunks written ahead of an append's commit (an append beyond one transaction, rows.ts), and
-// the task that removes them when no commit references them (SPEC A7, S2).
+// Chunks written ahead of an append's commit (an append beyond one transaction, rows.ts), rows
+// written ahead of a compaction's commit (commit.ts), and the task that removes them when no
+// commit references them (SPEC A7, S2).
 import { randomUUID } from 'node:crypto';
 import { DeleteCommand } from '@aws-sdk/lib-dynamodb';
 import { EXISTS } from './conditions.js';
@@ -12,24 +13,34 @@ import type { Table, TransactItem } from './table.js';
  * How long chunks written ahead of a commit wait before the sweep may remove them: past the
  * longest Lambda invocation (15 min), so only chunks whose writer is gone are removed.
  */
-const PARTS_GRACE_MS = 30 * 60_000;
+export const PARTS_GRACE_MS = 30 * 60_000;
 
 /**
- * Removes the chunks of `scope` (a write id, or `<write id>#<row>`). The task item goes first,
- * conditionally: an append's commit lands only while its task exists, so once the delete
- * succeeds no row can ever reference these chunks; if the task is gone, nothing is removed.
- * Returns the chunks removed.
+ * Removes the chunks of `scope` (a write id, or `<write id>#<row>`) and the rows the task lists
+ * (`keys`: rows a compaction wrote ahead of its commit). The task item goes first,
+ * conditionally: a commit lands only while its task exists, so once the delete succeeds no
+ * record can ever reference these rows; if the task is gone, nothing is removed.
+ * Returns the rows removed.
  */
 export async function runPartsTask(table: Table, pk: string, scope: string): Promise<number> {
+  let task: { keys?: string[] } | undefined;
   try {
-    await table.send('end chunk task', () =>
-      table.doc.send(new DeleteCommand({ TableName: table.name, Key: { pk, sk: partsTaskSk(scope) }, ConditionExpression: EXISTS })),
+    const out = await table.send('end chunk task', () =>
+      table.doc.send(
+        new DeleteCommand({
+          TableName: table.name,
+          Key: { pk, sk: partsTaskSk(scope) },
+          ConditionExpression: EXISTS,
+          ReturnValues: 'ALL_OLD',
+        }),
+      ),
     );
+    task = out.Attributes as { keys?: string[] } | undefined;
   } catch (err) {
     if (isConditionFailure(err)) return 0;
     throw err;
   }
-  const keys = await table.keysWithPrefix(pk, `${PART_PREFIX}${scope}#`);
+  const keys = [...(await table.keysWithPrefix(pk, `${PART_PREFIX}${scope}#`)), ...(task?.keys ?? []).map((sk) => ({ pk, sk }))];
   await table.deleteAll(keys);
   return keys.length;
 }
@@ -45,8 +56,11 @@ export async function writeParts(table: Table, pk: string, groups: readonly Enco
   return w;
 }
 
-/** The sweep's task for chunks of write `scope` (a write id, or one row of it) once `dueAt` passes. */
-export function partsTask(table: Table, pk: string, scope: string, dueAt: number): Record<string, unknown> {
+/**
+ * The sweep's task for chunks of write `scope` (a write id, or one row of it) once `dueAt`
+ * passes, and for the rows `keys` under `pk` (a compaction's rows written ahead of its commit).
+ */
+export function partsTask(table: Table, pk: string, scope: string, dueAt: number, keys?: readonly string[]): Record<string, unknown> {
   return {
     pk,
     sk: partsTaskSk(scope),
@@ -54,6 +68,7 @@ export function partsTask(table: Table, pk: string, scope: string, dueAt: number
     scope,
     attemptShard: attemptShardOf(pk, table.attemptShards),
     leaseExpiresAt: dueAt,
+    ...(keys ? { keys: [...keys] } : {}),
   };
 }
 

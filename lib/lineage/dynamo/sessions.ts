@@ -26,7 +26,7 @@ import type {
 import { idempotencyRecord, liveRecord, replay, type IdempotencyRecord } from './idempotency.js';
 import { isLiveTip, toSessionRecord, type MetaItem } from './meta-row.js';
 import { appendIdempotencyKey, attemptShardOf, createIdempotencyKey, metaKey, sessionPk, taskSk } from './keys.js';
-import { dropParts, partsTask, partsTaskCheck, writeParts } from './parts.js';
+import { dropParts, PARTS_GRACE_MS, partsTask, partsTaskCheck, writeParts } from './parts.js';
 import { encodeItems, packRows, rowItems, type Encoded, type RowRef } from './rows.js';
 import { updateExpression } from './expression.js';
 import { claimTurn, foreignTurnWait, holdsTurn, TURN_AFTER_LOSSES } from './append-turn.js';
@@ -402,7 +402,8 @@ export class Sessions {
 
   /**
    * The writes that take a row's last item away: a row of one item goes (with its chunks; chunks
-   * written ahead of a commit go through the sweep's task); a packed row loses its last index
+   * written ahead of a commit go through the sweep's task, due only once a reader that saw the
+   * head before the pop has surely read them: a longest invocation); a packed row loses its last index
    * entry (its bytes stay, unread, so the row is not rewritten).
    */
   private shrinkRow(row: RowRef): TransactItem[] {
@@ -423,7 +424,11 @@ export class Sessions {
       { Delete: { TableName: this.table.name, Key: head, ConditionExpression: EXISTS } },
       ...row.partKeys.map((Key) => ({ Delete: { TableName: this.table.name, Key: { pk: row.pk, sk: Key } } })),
       ...(row.w
-        ? [this.table.put(partsTask(this.table, row.pk, `${row.w}#${String(row.h ?? 0).padStart(4, '0')}`, this.table.now()))]
+        ? [
+            this.table.put(
+              partsTask(this.table, row.pk, `${row.w}#${String(row.h ?? 0).padStart(4, '0')}`, this.table.now() + PARTS_GRACE_MS),
+            ),
+          ]
         : []),
     ];
   }

@@ -219,18 +219,26 @@ export class Table {
     const partData = new Map<string, string[]>();
     let pending: RawRow | undefined;
     let bytes = 0;
+    /** The last sequence number emitted (the lowest, newest first). */
+    let emitted: number | undefined;
     let start: Record<string, unknown> | undefined;
     /** Emits a complete row's items in range; true when the page is full (more is then known). */
     const emit = async (head: RawRow, parts: string[]): Promise<'full' | 'cut' | undefined> => {
       const data = head.w ? await this.remoteParts(pk, head.w, head.h ?? 0) : parts;
-      const rowItems = itemsOfRow(head, data).filter((it) => it.seq >= from && it.seq <= to);
+      const all = itemsOfRow(head, data);
+      // I4/A6 defence: a row that overlaps items already emitted is a leftover of an earlier
+      // commit round (commit.ts removes them; data from before that fix may still hold some).
+      if (emitted !== undefined && all.length > 0 && (desc ? all.at(-1)!.seq >= emitted : all[0]!.seq <= emitted)) return undefined;
+      const rowItems = all.filter((it) => it.seq >= from && it.seq <= to);
       if (desc) rowItems.reverse();
       for (let i = 0; i < rowItems.length; i++) {
         const it = rowItems[i]!;
-        bytes += it.body.length;
+        // A5: pages are bounded in UTF-8 bytes, as the response carries them (not UTF-16 units).
+        bytes += Buffer.byteLength(it.body, 'utf8');
         // A page always carries at least one item, however large, so paging makes progress.
         if (bytes > maxBytes && items.length > 0) return 'cut';
         items.push(it);
+        emitted = it.seq;
         if (opts.limit !== undefined && items.length >= opts.limit) return i < rowItems.length - 1 ? 'cut' : 'full';
       }
       return undefined;

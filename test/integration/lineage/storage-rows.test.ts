@@ -215,8 +215,8 @@ describe('pops on packed rows (A6)', () => {
     expect(await store.readAll(ref)).toEqual(msgs(1, 2));
     await store.appendItems(ref, { prepare: asIs([msg(4)]) });
     expect(await store.readAll(ref)).toEqual([...msgs(1, 2), msg(4)]);
-    // The popped rows' chunks go through the sweep's tasks (due at once).
-    const tasks = (await store.listSweepWork(Date.now() + 1000, 1000)).tasks.filter((t) => t.ref.sessionId === ref.sessionId);
+    // The popped rows' chunks go through the sweep's tasks, due once no reader can still be reading them.
+    const tasks = (await store.listSweepWork(Date.now() + 31 * 60_000, 1000)).tasks.filter((t) => t.ref.sessionId === ref.sessionId);
     for (const t of tasks) await store.runTask(t);
     expect(await rows(ref, 'PART#')).toEqual([]);
     expect((await rows(ref, 'MSG#')).filter((r) => String(r.sk).split('#').length > 3)).toEqual([]);
