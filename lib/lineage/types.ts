@@ -205,7 +205,8 @@ export interface InPlaceCommitted {
 
 /** How a held attempt ended, kept for a repeated commit and for status reads (E3, E4). */
 export interface HeldOutcomeRecord {
-  status: 'committed' | 'cancelled' | 'ended';
+  /** committed: a commit request ended it (compressed or a no-op); lost: its lease was found lost. */
+  status: 'committed' | 'cancelled' | 'lost';
   /** The answer the ending request gave (a compaction outcome view). */
   answer: Record<string, unknown>;
 }
