@@ -246,7 +246,12 @@ export class Commits {
     const { attempt } = begun;
     const parentPk = sessionPk(ref);
     let meta: MetaItem = metaFromBegun(begun);
-    let tail: StoredItem[] = [];
+    // A held attempt commits in a later request, conditioned on the record as it reads it then:
+    // whatever was appended past the snapshot since is the tail from the first round (I4).
+    let tail: StoredItem[] =
+      meta.lastSeq > attempt.watermark
+        ? (await this.table.queryRange(parentPk, meta.generation, attempt.watermark + 1, meta.lastSeq)).items
+        : [];
     /** The write id of the task that lists every row written ahead (absent until a round writes ahead). */
     let ahead: string | undefined;
     /** Keys that task lists: rows of every round written ahead so far. */
@@ -265,6 +270,7 @@ export class Commits {
         const stored = [...rows.heads, ...rows.parts];
         const tokens = encoded.reduce((sum, m) => sum + m.tokens, 0);
         const fixed = s.entries(meta, encoded.length, tokens, at, stored.length);
+        if (input.record) fixed.push(this.table.put(input.record));
         const taskEntries = ahead === undefined ? 0 : 1;
         const inline = fixed.length + taskEntries + stored.length <= TRANSACTION_ENTRIES && rows.bytes <= this.table.transactionBytes;
         const keys = new Set(stored.map((r) => r.sk));
