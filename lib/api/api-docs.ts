@@ -128,7 +128,7 @@ const MAX_SERVED_DOCUMENTS = 8;
  * HTTP_PORT=3500, never a fixed 127.0.0.1:3000 (issue 34). Undefined without a usable Host.
  */
 export function serverUrlOf(host: string | undefined, forwardedProto: string | undefined): string | undefined {
-  if (!host || !/^[A-Za-z0-9.\-]+(:\d{1,5})?$|^\[[0-9A-Fa-f:.]+\](:\d{1,5})?$/.test(host)) return undefined;
+  if (!host || !/^[A-Za-z0-9.-]+(:\d{1,5})?$|^\[[0-9A-Fa-f:.]+\](:\d{1,5})?$/.test(host)) return undefined;
   const proto = forwardedProto?.split(',')[0]?.trim().toLowerCase();
   const loopback = /^(127\.|localhost(:|$)|\[::1\])/.test(host);
   return `${proto === 'http' || proto === 'https' ? proto : loopback ? 'http' : 'https'}://${host}`;
