@@ -3,12 +3,20 @@
 // (the parent's update, the child's record or the archive task, the compacted items), interleaved
 // in one run on the same DynamoDB Local. Also counts the sequential calls (deterministic).
 import { randomUUID } from 'node:crypto';
-import { TransactWriteItemsCommand, type DynamoDBClient, type TransactWriteItem } from '@aws-sdk/client-dynamodb';
+import {
+  QueryCommand,
+  TransactWriteItemsCommand,
+  UpdateItemCommand,
+  type DynamoDBClient,
+  type TransactWriteItem,
+} from '@aws-sdk/client-dynamodb';
 import { marshall } from '@aws-sdk/util-dynamodb';
 import { compactSession } from '../lib/compaction/index.js';
 import type { Item } from '../lib/items/types.js';
 import type { LeaseApi } from '../lib/lease/index.js';
+import { sessionPk } from '../lib/lineage/dynamo/keys.js';
 import type { DynamoLineageStore } from '../lib/lineage/dynamo/store.js';
+import type { SessionRef } from '../lib/session-ref.js';
 import type { Redis } from 'ioredis';
 import { seedConversation } from '../test/fixtures/coordinator.js';
 import { conversation, fixedEngine, summarizeToTwo } from '../test/fixtures/engines.js';
@@ -21,6 +29,12 @@ export interface CommitBenchResult {
   rotationVsBareTransaction: Comparison;
   /** compactSession in place vs a bare transaction writing the same record update, archive task and items. */
   inPlaceVsBareTransaction: Comparison;
+  /**
+   * P1 against its real floor (issue 34): compactSession rotate vs the same calls sent bare in the same
+   * order: the acquire round, UpdateItem beside the transcript Query, the ownership round after the
+   * update, the TransactWriteItems, the release round.
+   */
+  rotationVsBareCalls?: Comparison;
   /** Sequential steps counted on the real clients (P1, P3). */
   trips: { mode: 'rotate' | 'in_place'; items: number; dynamoSteps: number; redisRounds: number; detail: string[] }[];
 }
@@ -79,9 +93,38 @@ function bareTransaction(tableName: string, mode: 'rotate' | 'in_place', input: 
   return [update, second, ...items];
 }
 
+/** The calls of one rotation, bare and in the same order: what no coordination can go under. */
+function bareCalls(deps: CommitBenchDeps, ref: SessionRef, tx: TransactWriteItem[]): () => Promise<void> {
+  return async () => {
+    const key = `bench:floor:${randomUUID()}`;
+    const nodes = deps.redis;
+    await Promise.all(nodes.map((c) => c.set(key, 'floor', 'PX', 10_000, 'NX')));
+    const update = deps.ddb.send(
+      new UpdateItemCommand({
+        TableName: deps.tableName,
+        Key: marshall({ pk: `BENCH#${randomUUID()}`, sk: 'META' }),
+        UpdateExpression: 'SET #a = :a ADD #f :one',
+        ExpressionAttributeNames: { '#a': 'attempt', '#f': 'fence' },
+        ExpressionAttributeValues: marshall({ ':a': { holder: 'floor' }, ':one': 1 }),
+      }),
+    );
+    const read = deps.ddb.send(
+      new QueryCommand({
+        TableName: deps.tableName,
+        KeyConditionExpression: 'pk = :pk AND begins_with(sk, :msg)',
+        ExpressionAttributeValues: marshall({ ':pk': sessionPk(ref), ':msg': 'MSG#' }),
+      }),
+    );
+    await Promise.all([update.then(() => Promise.all(nodes.map((c) => c.pexpire(key, 10_000)))), read]);
+    await deps.ddb.send(new TransactWriteItemsCommand({ TransactItems: tx }));
+    await Promise.all(nodes.map((c) => c.del(key)));
+  };
+}
+
 export async function benchCommit(deps: CommitBenchDeps, iterations: number): Promise<CommitBenchResult> {
   const engine = fixedEngine();
   const out: Record<'rotate' | 'in_place', { s: number[]; b: number[] }> = { rotate: { s: [], b: [] }, in_place: { s: [], b: [] } };
+  const floor = { s: [] as number[], b: [] as number[] };
   const warmup = 10;
   const input = conversation(8);
   for (const mode of ['rotate', 'in_place'] as const) {
@@ -102,12 +145,31 @@ export async function benchCommit(deps: CommitBenchDeps, iterations: number): Pr
         out[mode].s.push(ts!);
         out[mode].b.push(tb!);
       }
+      if (mode === 'rotate') {
+        // The same rotation again on a fresh session, interleaved with its bare calls.
+        const ref2 = await seedConversation(deps.store, `bench-${randomUUID()}`, input);
+        const subject2 = async () => {
+          const r = await compactSession(
+            { lease: deps.lease, store: deps.store, engine, leaseTtlMs: 10_000 },
+            { ref: ref2, mode, origin: 'manual', holder: 'bench' },
+          );
+          if (r.outcome !== 'compressed') throw new Error(`bench: expected compressed, got ${r.outcome}`);
+        };
+        const calls = bareCalls(deps, ref2, bareTransaction(deps.tableName, mode, input));
+        const [fs, fb] =
+          i % 2 === 0 ? [await timeIt(subject2), await timeIt(calls)] : [await timeIt(calls), await timeIt(subject2)].reverse();
+        if (i >= warmup) {
+          floor.s.push(fs!);
+          floor.b.push(fb!);
+        }
+      }
     }
   }
   return {
     iterations,
     rotationVsBareTransaction: compare(out.rotate.s, out.rotate.b),
     inPlaceVsBareTransaction: compare(out.in_place.s, out.in_place.b),
+    rotationVsBareCalls: compare(floor.s, floor.b),
     trips: await countTrips(deps, engine),
   };
 }

@@ -19,6 +19,7 @@ export function goalsOf(r: BenchResults): GoalRow[] {
   if (r.commit) {
     goals.push(atMost('P1-rotation-ratio', r.commit.rotationVsBareTransaction.ratioP50, 1.5, 'x'));
     goals.push(atMost('P1-inplace-ratio', r.commit.inPlaceVsBareTransaction.ratioP50, 1.5, 'x'));
+    if (r.commit.rotationVsBareCalls) goals.push(atMost('P1-rotation-vs-bare-calls', r.commit.rotationVsBareCalls.ratioP50, 1.3, 'x'));
     const rotation = r.commit.trips.find((t) => t.mode === 'rotate');
     if (rotation) {
       goals.push(atMost('P1-rotation-dynamodb-steps', rotation.dynamoSteps, 2, 'calls'));

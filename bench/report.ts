@@ -85,6 +85,14 @@ export function sections(r: BenchResults): string[] {
           [
             ['rotation (acquire, begin ∥ read, ownership check, commit, release)', ...cmp(r.commit.rotationVsBareTransaction).split(' | ')],
             ['in place (same, archive deferred)', ...cmp(r.commit.inPlaceVsBareTransaction).split(' | ')],
+            ...(r.commit.rotationVsBareCalls
+              ? [
+                  [
+                    'rotation vs its floor: the same calls bare, in the same order (acquire, UpdateItem ∥ Query, ownership round, TransactWriteItems, release)',
+                    ...cmp(r.commit.rotationVsBareCalls).split(' | '),
+                  ],
+                ]
+              : []),
           ],
         ) +
         `\n\nCounted on the real clients (deterministic; a Redis round beside a DynamoDB call is not on the path):\n\n` +

@@ -5,7 +5,7 @@
 // with it), and they are read from there on the first request that needs each.
 import { readFile } from 'node:fs/promises';
 import type { APIGatewayProxyEventV2, APIGatewayProxyStructuredResultV2 } from 'aws-lambda';
-import { createDocsResponder, gzippedAssetName } from '../lib/api/api-docs.js';
+import { createDocsResponder, gzippedAssetName, serverUrlOf } from '../lib/api/api-docs.js';
 import openapi from './openapi.json' with { type: 'json' };
 
 const respond = createDocsResponder({
@@ -16,8 +16,9 @@ const respond = createDocsResponder({
 
 export async function handler(event: APIGatewayProxyEventV2): Promise<APIGatewayProxyStructuredResultV2> {
   const method = event.requestContext?.http?.method?.toUpperCase() ?? 'GET';
-  const acceptEncoding = Object.entries(event.headers ?? {}).find(([k]) => k.toLowerCase() === 'accept-encoding')?.[1];
-  const r = await respond(method, event.rawPath ?? '/', acceptEncoding);
+  const header = (name: string) => Object.entries(event.headers ?? {}).find(([k]) => k.toLowerCase() === name)?.[1];
+  const serverUrl = serverUrlOf(header('host') ?? event.requestContext?.domainName, header('x-forwarded-proto'));
+  const r = await respond(method, event.rawPath ?? '/', header('accept-encoding'), serverUrl);
   const binary = Buffer.isBuffer(r.body);
   return {
     statusCode: r.status,

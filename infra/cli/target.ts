@@ -8,7 +8,7 @@ import { CloudFormationClient, DescribeStacksCommand } from '@aws-sdk/client-clo
 import type { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { GetParameterCommand } from '@aws-sdk/client-ssm';
 import { createDynamoClient, createSsmClient } from '../../lib/aws-clients.js';
-import { isPidAlive, LOCAL_STACK_FILE, type LocalStackFile } from '../local/stack-file.js';
+import { isPidAlive, isStarting, LOCAL_STACK_FILE, type LocalStackFile, type StartingStackFile } from '../local/stack-file.js';
 import { CliError, UsageError } from './errors.js';
 import type { CliIo } from './io.js';
 import { note } from './output.js';
@@ -63,12 +63,43 @@ export async function withTarget<T>(flags: TargetFlags, io: CliIo, fn: (target: 
   }
 }
 
-function readStackFile(path: string): Partial<LocalStackFile> {
+function readStackFile(path: string): Partial<LocalStackFile> | StartingStackFile {
   if (!existsSync(path)) return {};
   try {
-    return JSON.parse(readFileSync(path, 'utf8')) as Partial<LocalStackFile>;
+    return JSON.parse(readFileSync(path, 'utf8')) as Partial<LocalStackFile> | StartingStackFile;
   } catch (err) {
     throw new CliError(`cannot read the local stack file ${path}: ${err instanceof Error ? err.message : String(err)}`);
+  }
+}
+
+const staleStackFile = (path: string, pid: number) =>
+  new CliError(
+    `no local stack is running: ${path} is stale (its npm start, pid ${pid}, is not running); ` +
+      'run `npm start` again (it replaces the file), or delete the file',
+  );
+
+/** How long the CLI waits for an `npm start` that is still starting (a cold start builds and runs a JVM). */
+export const STACK_WAIT_MS = 180_000;
+const STACK_POLL_MS = 250;
+
+/**
+ * The stack file; while the `npm start` that wrote it is still starting (its marker, issue 34), the
+ * CLI waits for the full file, saying so once, for at most STACK_WAIT_MS.
+ */
+async function loadStackFile(path: string, io: CliIo, waitMs = STACK_WAIT_MS): Promise<Partial<LocalStackFile>> {
+  const deadline = Date.now() + waitMs;
+  let said = false;
+  for (;;) {
+    const file = readStackFile(path);
+    if (!isStarting(file)) return file;
+    if (!isPidAlive(file.pid)) throw staleStackFile(path, file.pid); // a start that was killed while starting
+    if (Date.now() >= deadline)
+      throw new CliError(`npm start (pid ${file.pid}) is still starting after ${Math.round(waitMs / 1000)} s (${path}); see its output`);
+    if (!said) {
+      note(io, `npm start (pid ${file.pid}) is still starting; waiting for it (up to ${Math.round(waitMs / 1000)} s)...`);
+      said = true;
+    }
+    await new Promise((r) => setTimeout(r, STACK_POLL_MS));
   }
 }
 
@@ -89,38 +120,40 @@ function tableHolder(make: () => Promise<{ endpoint: string | undefined; tableNa
 function localTarget(flags: TargetFlags, io: CliIo): Target {
   const env = io.env;
   const file = env.LOCAL_STACK_FILE || LOCAL_STACK_FILE;
-  const stack = readStackFile(file);
+  let loaded: Promise<Partial<LocalStackFile>> | undefined;
+  const stackFile = () => (loaded ??= loadStackFile(file, io));
   // TABLE_NAME without an endpoint names a real AWS table: then nothing comes from the local file.
   const useFile = !env.TABLE_NAME || env.DYNAMODB_ENDPOINT !== undefined;
   const region = flags.region || env.AWS_REGION || 'us-east-1';
   const noStack = `run \`npm start\` first (it writes ${file}), or pass --stage <stage>`;
   /** A value read from the stack file, refused when the `npm start` that wrote it is gone (killed, not stopped). */
-  const fromFile = <T>(value: T): T => {
+  const fromFile = <T>(stack: Partial<LocalStackFile>, value: T): T => {
     if (value !== undefined && typeof stack.pid === 'number' && !isPidAlive(stack.pid)) {
-      throw new CliError(
-        `no local stack is running: ${file} is stale (its npm start, pid ${stack.pid}, is not running); ` +
-          'run `npm start` again (it replaces the file), or delete the file',
-      );
+      throw staleStackFile(file, stack.pid);
     }
     return value;
   };
   const table = tableHolder(() =>
-    Promise.resolve().then(() => {
-      const tableName = flags.table || env.TABLE_NAME || (useFile ? fromFile(stack.tableName) : undefined);
+    (async () => {
+      const needsFile = useFile && (!(flags.table || env.TABLE_NAME) || !env.DYNAMODB_ENDPOINT);
+      const stack = needsFile ? await stackFile() : {};
+      const tableName = flags.table || env.TABLE_NAME || (useFile ? fromFile(stack, stack.tableName) : undefined);
       if (!tableName) throw new CliError(`no table: ${noStack}, or set TABLE_NAME`);
-      return { endpoint: env.DYNAMODB_ENDPOINT || (useFile ? fromFile(stack.dynamodbEndpoint) : undefined), tableName, region };
-    }),
+      return { endpoint: env.DYNAMODB_ENDPOINT || (useFile ? fromFile(stack, stack.dynamodbEndpoint) : undefined), tableName, region };
+    })(),
   );
   return {
     stage: undefined,
     region,
     table: table.get,
     redisUrls() {
-      return Promise.resolve().then(() => {
-        const urls = splitUrls(env.REDIS_URLS) ?? (useFile ? fromFile(stack.redisUrls) : undefined);
+      return (async () => {
+        const fromEnv = splitUrls(env.REDIS_URLS);
+        const stack = fromEnv || !useFile ? {} : await stackFile();
+        const urls = fromEnv ?? (useFile ? fromFile(stack, stack.redisUrls) : undefined);
         if (!urls?.length) throw new CliError(`no Redis nodes: ${noStack}, or set REDIS_URLS`);
         return urls;
-      });
+      })();
     },
     stackOutput() {
       return Promise.reject(new CliError('the local stack has no CloudFormation stack: pass --stage <stage>'));

@@ -12,7 +12,7 @@
 //
 // Every child runs in its own process group: a terminal's Ctrl-C reaches only this process, which
 // then stops the children in order (a child dying of that same SIGINT first would look like a crash).
-import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import { buildFunctions, projectRoot } from '../build.js';
@@ -21,7 +21,7 @@ import { createDynamoClient } from '../../lib/aws-clients.js';
 import { startControlServer, type ControlServer } from './control.js';
 import { startOffline, type OfflineProcess } from './offline.js';
 import { assertPortFree, type LocalProcess, type ProcessExit } from './processes.js';
-import { isPidAlive, LOCAL_STACK_FILE, type LocalStackFile } from './stack-file.js';
+import { isPidAlive, LOCAL_STACK_FILE, type LocalStackFile, type StartingStackFile } from './stack-file.js';
 import { startLocalStack, stackEnv, type LocalStack } from './stack.js';
 
 const USAGE = 'usage: npm start [-- --fresh]   (--fresh: delete the local data first; README "Running locally")';
@@ -44,6 +44,16 @@ fresh ||= process.env.LOCAL_FRESH === '1';
 /** serverless-offline's schedule for the sweep (serverless.yml, stage local); AWS rate() syntax. */
 const SWEEP_RATE = process.env.LOCAL_SWEEP_RATE || '1 minute';
 const DEV_TENANT = process.env.DEV_TENANT ?? 'dev';
+/**
+ * Per-tenant limits under npm start (issue 34): high enough that the README's steps, the example
+ * agent and ~10 concurrent agents of one tenant never meet them; a deployed stage defaults to 50 / 60
+ * (lib/config.ts). Set either variable to try another value (0 turns a limit off).
+ */
+const LIMITS = {
+  RATE_LIMIT_REQUESTS_PER_SECOND: process.env.RATE_LIMIT_REQUESTS_PER_SECOND || '1000',
+  RATE_LIMIT_COMPRESSIONS_PER_MINUTE: process.env.RATE_LIMIT_COMPRESSIONS_PER_MINUTE || '600',
+};
+const limitText = (value: string, unit: string) => (Number(value) === 0 ? 'off' : `${value} ${unit}`);
 
 let stack: LocalStack | undefined;
 let offline: OfflineProcess | undefined;
@@ -128,18 +138,25 @@ function watchRedis(s: LocalStack, node: LocalProcess): void {
   });
 }
 
-function stackFile(s: LocalStack, o: OfflineProcess, lambdaEndpoint: string, controlUrl: string): LocalStackFile {
+function stackFile(s: LocalStack, baseUrl: string, lambdaEndpoint: string, controlUrl: string): LocalStackFile {
   return {
     redisUrls: s.redisUrls,
     dynamodbEndpoint: s.dynamodbEndpoint,
     tableName: s.tableName,
-    baseUrl: o.baseUrl,
+    baseUrl,
     lambdaEndpoint,
     pid: process.pid,
     controlUrl,
     redisNodes: redisNodes(s).map((p) => ({ name: p.name, url: p.url, pid: p.pid })),
     ...(process.env.DYNAMODB_ENDPOINT ? {} : { dataDir: DYNAMODB_DIR }),
   };
+}
+
+/** Write-then-rename: a CLI reading the file meanwhile never sees half of it. */
+function writeStackFileAtomically(contents: LocalStackFile | StartingStackFile): void {
+  const tmp = `${STACK_FILE}.${process.pid}.tmp`;
+  writeFileSync(tmp, JSON.stringify(contents, null, 2) + '\n');
+  renameSync(tmp, STACK_FILE);
 }
 
 /** The dev key of the last run when the data still has it (the key itself is kept only in DATA_DIR); else a new one. */
@@ -174,6 +191,10 @@ try {
   await assertPortFree(LAMBDA_PORT, 'Lambda invoke API; set LAMBDA_PORT to use another');
   const other = runningInstance();
   if (other !== undefined) throw new Error(`another npm start (pid ${other}) is running and owns ${STACK_FILE}`);
+  // First thing, a marker: a CLI started meanwhile waits for the stack instead of answering
+  // "run npm start first" (issue 34). The full file follows before the HTTP port opens.
+  writeStackFileAtomically({ starting: true, pid: process.pid } satisfies StartingStackFile);
+  wroteStackFile = true;
 
   if (fresh) {
     rmSync(DYNAMODB_DIR, { recursive: true, force: true });
@@ -187,16 +208,35 @@ try {
   const env = stackEnv(s);
   const { key, reused } = await step(devApiKey(s));
 
+  // The stack file is complete before the HTTP port opens: whoever sees the port answer finds it (issue 34).
+  const baseUrl = `http://127.0.0.1:${HTTP_PORT}`;
+  const lambdaEndpoint = `http://127.0.0.1:${LAMBDA_PORT}`;
+  const writeStackFile = (controlUrl: string) => {
+    writeStackFileAtomically(stackFile(s, baseUrl, lambdaEndpoint, controlUrl));
+    wroteStackFile = true;
+  };
+  const c = await step(
+    startControlServer({
+      async restartRedis(name) {
+        const node = await s.restartRedis(name);
+        watchRedis(s, node);
+        if (control) writeStackFile(control.url);
+        console.log(`restarted ${node.name} (pid ${node.pid})`);
+        return { name: node.name, url: node.url, pid: node.pid };
+      },
+    }).then((x) => (control = x)),
+  );
+  writeStackFile(c.url);
+
   console.log('building functions...');
   for (const b of await step(buildFunctions())) console.log(`  ${b.name}: ${(b.bytes / 1024 / 1024).toFixed(2)} MB`);
 
   console.log('starting serverless offline...');
-  const lambdaEndpoint = `http://127.0.0.1:${LAMBDA_PORT}`;
   const o = await step(
     startOffline({
       httpPort: HTTP_PORT,
       lambdaPort: LAMBDA_PORT,
-      env: { ...env, LOCAL_LAMBDA_ENDPOINT: lambdaEndpoint, LOCAL_SWEEP_RATE: SWEEP_RATE },
+      env: { ...env, ...LIMITS, LOCAL_LAMBDA_ENDPOINT: lambdaEndpoint, LOCAL_SWEEP_RATE: SWEEP_RATE },
       output: 'inherit',
       detached: true,
     }).then((x) => (offline = x)),
@@ -216,29 +256,13 @@ try {
       });
   }
 
-  const writeStackFile = (controlUrl: string) => {
-    writeFileSync(STACK_FILE, JSON.stringify(stackFile(s, o, lambdaEndpoint, controlUrl), null, 2) + '\n');
-    wroteStackFile = true;
-  };
-  const c = await step(
-    startControlServer({
-      async restartRedis(name) {
-        const node = await s.restartRedis(name);
-        watchRedis(s, node);
-        if (control) writeStackFile(control.url);
-        console.log(`restarted ${node.name} (pid ${node.pid})`);
-        return { name: node.name, url: node.url, pid: node.pid };
-      },
-    }).then((x) => (control = x)),
-  );
-  writeStackFile(c.url);
-
   console.log(`
 session-lineage is running at ${o.baseUrl}  (Lambda invoke API at ${lambdaEndpoint}, serverless-offline pid ${o.pid})
 API reference: ${o.baseUrl}/docs  (document: ${o.baseUrl}/openapi.json)
 stack file: ${STACK_FILE}
 data: ${process.env.DYNAMODB_ENDPOINT ? `your DynamoDB at ${process.env.DYNAMODB_ENDPOINT}` : `${DYNAMODB_DIR} (delete it, or npm start -- --fresh, to start empty)`}
 sweep: every ${SWEEP_RATE} (serverless-offline's schedule; LOCAL_SWEEP_RATE)
+per-tenant limits: ${limitText(LIMITS.RATE_LIMIT_REQUESTS_PER_SECOND, 'requests/s')} (RATE_LIMIT_REQUESTS_PER_SECOND), ${limitText(LIMITS.RATE_LIMIT_COMPRESSIONS_PER_MINUTE, 'compressions/min')} (RATE_LIMIT_COMPRESSIONS_PER_MINUTE)
 SessionCompacted events (JSON lines): ${o.eventsFile}
 dev API key (tenant "${DEV_TENANT}"${reused ? ', same as last run' : ''}):
   ${key}

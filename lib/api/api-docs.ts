@@ -119,21 +119,50 @@ function stored(asset: DocsAsset, read: DocsContent['readGzippedAsset']): Served
   return { type: asset.type, cache: 'public, max-age=3600', gzip, plain, compressible: true };
 }
 
+/** Documents served per server URL (a container sees one or two): bounded, so odd Host headers cannot grow it. */
+const MAX_SERVED_DOCUMENTS = 8;
+
+/**
+ * The URL of the server a request came to, from its Host (and X-Forwarded-Proto) header: /openapi.json
+ * names it as the document's server, so "Try it out" on /docs calls this server, e.g. npm start under
+ * HTTP_PORT=3500, never a fixed 127.0.0.1:3000 (issue 34). Undefined without a usable Host.
+ */
+export function serverUrlOf(host: string | undefined, forwardedProto: string | undefined): string | undefined {
+  if (!host || !/^[A-Za-z0-9.-]+(:\d{1,5})?$|^\[[0-9A-Fa-f:.]+\](:\d{1,5})?$/.test(host)) return undefined;
+  const proto = forwardedProto?.split(',')[0]?.trim().toLowerCase();
+  const loopback = /^(127\.|localhost(:|$)|\[::1\])/.test(host);
+  return `${proto === 'http' || proto === 'https' ? proto : loopback ? 'http' : 'https'}://${host}`;
+}
+
 /**
  * Answers the docs routes. A stored asset that cannot be read (a packaging defect) rejects: the
  * invocation fails, Lambda logs it and counts an error, and the next request reads again.
  */
 export function createDocsResponder(
   content: DocsContent,
-): (method: string, path: string, acceptEncoding?: string) => Promise<DocsResponse> {
+): (method: string, path: string, acceptEncoding?: string, serverUrl?: string) => Promise<DocsResponse> {
+  const byServer = new Map<string, Served>();
+  /** The document naming `serverUrl` as its one server; as stored without one. */
+  const openapiFor = (serverUrl: string | undefined): Served | undefined => {
+    if (serverUrl === undefined) return undefined;
+    let served = byServer.get(serverUrl);
+    if (!served) {
+      const doc = JSON.parse(content.openapi) as Record<string, unknown>;
+      doc.servers = [{ url: serverUrl, description: 'the server that served this document' }];
+      served = inline('application/json; charset=utf-8', JSON.stringify(doc), 'no-cache');
+      if (byServer.size >= MAX_SERVED_DOCUMENTS) byServer.delete(byServer.keys().next().value!);
+      byServer.set(serverUrl, served);
+    }
+    return served;
+  };
   const files: Record<string, Served> = {
     '/openapi.json': inline('application/json; charset=utf-8', content.openapi, 'no-cache'),
     '/docs': inline('text/html; charset=utf-8', PAGE, 'no-cache'),
     '/docs/init.js': inline('text/javascript; charset=utf-8', INIT, 'no-cache'),
     ...Object.fromEntries(SWAGGER_UI_ASSETS.map((a) => [`/docs/${a.file}`, stored(a, content.readGzippedAsset)])),
   };
-  return async (method, path, acceptEncoding = '') => {
-    const file = Object.hasOwn(files, path) ? files[path] : undefined;
+  return async (method, path, acceptEncoding = '', serverUrl) => {
+    const file = (path === '/openapi.json' ? openapiFor(serverUrl) : undefined) ?? (Object.hasOwn(files, path) ? files[path] : undefined);
     if (!file) {
       return {
         status: 404,

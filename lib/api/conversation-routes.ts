@@ -45,7 +45,8 @@ function tipsOf(deps: RouteDeps): LiveTips {
 
 export function conversationNotFound(conversationId: string): HttpError {
   // The same answer for unknown, deleted and other tenants' conversations (K3, F2).
-  return new HttpError(404, 'not_found', `conversation ${conversationId} not found`);
+  // The hint (issue 34): conversations are created by PUT, never by a first append.
+  return new HttpError(404, 'not_found', `conversation ${conversationId} not found; PUT /conversations/${conversationId} creates it`);
 }
 
 function convIdOf(ctx: RouteContext): string {

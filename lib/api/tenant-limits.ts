@@ -38,14 +38,22 @@ export interface TenantLimiter {
 
 export const DEFAULT_LIMIT_TIMEOUT_MS = 150;
 
-export function rateLimited(kind: LimitKind, msBeforeNext: number): HttpError {
+/** Each limit, the setting that raises it, and its unit (a 429 names both: issue 34). */
+export const LIMIT_SETTINGS: Record<LimitKind, { limit: string; setting: string; unit: string }> = {
+  request: { limit: 'requests_per_second', setting: 'RATE_LIMIT_REQUESTS_PER_SECOND', unit: 'requests per second' },
+  compress: { limit: 'compressions_per_minute', setting: 'RATE_LIMIT_COMPRESSIONS_PER_MINUTE', unit: 'compressions per minute' },
+  bytes: { limit: 'body_bytes_per_second', setting: 'RATE_LIMIT_BODY_BYTES_PER_SECOND', unit: 'request body bytes per second' },
+};
+
+export function rateLimited(kind: LimitKind, msBeforeNext: number, points?: number): HttpError {
   const seconds = Math.max(1, Math.ceil(msBeforeNext / 1000));
-  const what = kind === 'compress' ? 'compressions per minute' : kind === 'bytes' ? 'request body bytes per second' : 'requests per second';
+  const { limit, setting, unit } = LIMIT_SETTINGS[kind];
+  const of = points === undefined ? unit : `${points} ${unit}`;
   return new HttpError(
     429,
     'rate_limited',
-    `this tenant is over its ${what}; retry after ${seconds} s`,
-    {},
+    `this tenant is over its limit of ${of} (${setting}); retry after ${seconds} s, or raise ${setting} (0 turns it off)`,
+    { limit, setting, ...(points === undefined ? {} : { value: points }) },
     { 'retry-after': String(seconds) },
   );
 }
@@ -53,6 +61,7 @@ export function rateLimited(kind: LimitKind, msBeforeNext: number): HttpError {
 export class RedisTenantLimiter implements TenantLimiter {
   readonly #limiters: Record<LimitKind, RateLimiterAbstract[] | undefined>;
   readonly #log: Logger | undefined;
+  readonly #points: Record<LimitKind, number>;
   /** Checks that let a request through because a counter could not answer (fail open). */
   failedOpen = 0;
 
@@ -74,6 +83,7 @@ export class RedisTenantLimiter implements TenantLimiter {
       compress: make('limit:cpm', settings.compressionsPerMinute, 60),
       bytes: byteWindow(settings, make),
     };
+    this.#points = { request: settings.requestsPerSecond, compress: settings.compressionsPerMinute, bytes: settings.bodyBytesPerSecond ?? 0 };
     this.#log = log;
   }
 
@@ -86,7 +96,7 @@ export class RedisTenantLimiter implements TenantLimiter {
       try {
         await limiter.consume(tenantId, kind === 'bytes' ? bodyBytes : 1);
       } catch (err) {
-        if (err instanceof RateLimiterRes) throw rateLimited(kind, err.msBeforeNext);
+        if (err instanceof RateLimiterRes) throw rateLimited(kind, err.msBeforeNext, this.#points[kind]);
         this.failedOpen++;
         this.#log?.warn('tenant limit unavailable; request let through', { tenantId, kind, node, error: errorFields(err) });
       }

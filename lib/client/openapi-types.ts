@@ -171,7 +171,7 @@ export interface paths {
         /** A page of the active items in order (limit/cursor), or the latest N (tail) (on the conversation's live session) */
         get: operations["listConversationMessages"];
         put?: never;
-        /** Append 1-98 items in one transaction (never blocked by a compaction in progress) (on the conversation's live session) */
+        /** Append any number of items (a body up to 5 MB) atomically: all land contiguously and in order, or none do (never blocked by a compaction in progress) (on the conversation's live session) */
         post: operations["appendConversationMessages"];
         delete?: never;
         options?: never;
@@ -704,6 +704,21 @@ export interface components {
             reason: "cancelled";
             sessionId: string;
         };
+        RateLimitedError: {
+            error: components["schemas"]["ErrorBody"];
+            /**
+             * @description the per-tenant limit that was hit
+             * @enum {string}
+             */
+            limit: "requests_per_second" | "compressions_per_minute" | "body_bytes_per_second";
+            /**
+             * @description the setting that raises it (0 turns it off)
+             * @enum {string}
+             */
+            setting: "RATE_LIMIT_REQUESTS_PER_SECOND" | "RATE_LIMIT_COMPRESSIONS_PER_MINUTE" | "RATE_LIMIT_BODY_BYTES_PER_SECOND";
+            /** @description the limit in force */
+            value?: number;
+        };
     };
     responses: {
         /** @description Invalid JSON, or a field that fails validation (the message and `field` name it, e.g. messages[3].tool_calls[0].id) */
@@ -760,14 +775,14 @@ export interface components {
                 "application/json": components["schemas"]["Error"];
             };
         };
-        /** @description The tenant is over its request-rate or compression limit (RATE_LIMIT_*): nothing was applied; retry after Retry-After seconds */
+        /** @description The tenant is over a per-tenant limit: the body names it (limit) and the setting that raises it (setting); nothing was applied; retry after Retry-After seconds */
         RateLimited: {
             headers: {
                 "Retry-After"?: string;
                 [name: string]: unknown;
             };
             content: {
-                "application/json": components["schemas"]["Error"];
+                "application/json": components["schemas"]["RateLimitedError"];
             };
         };
         /** @description The store or the lease backend is busy or unavailable: retry after Retry-After seconds (nothing was applied), except outcome_unknown: the store did not confirm a write it may have applied, so read before repeating a pop or an in-place compaction */

@@ -59,7 +59,12 @@ export class FormatMismatchError extends LineageError {
     readonly format: string,
     readonly requested: string,
   ) {
-    super(`conversation ${conversationId} holds ${format} items, not ${requested}`, { status: 409, code: 'format_mismatch' });
+    // Says how to recover (issue 34): the format is fixed for the conversation's life.
+    super(
+      `conversation ${conversationId} holds ${format} items, not ${requested}: a conversation keeps the format it was created with; ` +
+        `use another conversation id for ${requested} items, or DELETE /conversations/${conversationId} first to create it again`,
+      { status: 409, code: 'format_mismatch' },
+    );
   }
 }
 

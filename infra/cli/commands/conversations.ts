@@ -51,7 +51,8 @@ export const conversationsList: Command = {
     if (!Number.isInteger(limit) || limit < 1 || limit > 100) throw new UsageError(`invalid --limit "${values.limit}": 1-100`, LIST_USAGE);
     return withTarget(values, io, async (target) => {
       const page = await (await storeOf(target)).listConversations(tenantId, limit, values.cursor);
-      emit(io, values.json, page, () => [
+      // `nextCursor`, as the API names it (GET /conversations), not the store's `next`.
+      emit(io, values.json, { conversations: page.conversations, nextCursor: page.next ?? null }, () => [
         `conversations of tenant ${tenantId}, most recently active first:`,
         ...columns(
           page.conversations.map((c) => [

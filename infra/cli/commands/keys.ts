@@ -20,18 +20,20 @@ const cacheSeconds = DEFAULT_API_KEY_CACHE_TTL_MS / 1000;
 export const keysCreate: Command = {
   name: 'keys create',
   usage: CREATE_USAGE,
-  summary: 'create an API key for a tenant (printed alone on the last line, shown only once)',
+  summary: 'create an API key for a tenant (printed alone on stdout, shown only once)',
   async run(args, io) {
     const { values } = parseCommand(args, { usage: CREATE_USAGE, options: { tenant: { type: 'string' } }, required: ['tenant'] });
     const tenant = tenantOf(values.tenant, CREATE_USAGE);
     return withTarget(values, io, async (target) => {
       const { client, tableName, endpoint } = await target.table();
       const { key, keyId } = await new ApiKeyStore({ client, tableName }).create(tenant);
-      // The README relies on the key being the last line of the text output.
-      emit(io, values.json, { tenantId: tenant, keyId, key }, () => [
-        `# API key for tenant ${tenant} (table ${tableName}${endpoint ? ` at ${endpoint}` : ''}); it is shown only once:`,
-        key,
-      ]);
+      // The key alone on stdout, so `KEY=$(npm run -s cli -- keys create --tenant t)` (the README's quick start) keeps
+      // just the key; what it is goes to stderr with the other notes.
+      if (!values.json)
+        io.stderr.write(
+          `# API key for tenant ${tenant} (table ${tableName}${endpoint ? ` at ${endpoint}` : ''}); it is shown only once:\n`,
+        );
+      emit(io, values.json, { tenantId: tenant, keyId, key }, () => [key]);
       return EXIT_OK;
     });
   },

@@ -5,17 +5,18 @@ import type { Redis } from 'ioredis';
 import { createRedisClients, waitForRedis } from '../../../lib/aws-clients.js';
 import { quorumSize } from '../../../lib/lease/quorum.js';
 import { SessionLease } from '../../../lib/lease/session-lease.js';
-import { sessionKey } from '../../../lib/session-ref.js';
-import { parseSessionCommand } from '../args.js';
+import { sessionKey, type SessionRef } from '../../../lib/session-ref.js';
+import { parseCommand, tenantOf } from '../args.js';
 import type { Command } from '../command.js';
 import { CliError, EXIT_FAILED, EXIT_OK } from '../errors.js';
 import { confirm, type CliIo } from '../io.js';
-import { columns, emit, redisNodeLabel } from '../output.js';
-import { withTarget, type TargetFlags } from '../target.js';
+import { columns, emit, note, redisNodeLabel } from '../output.js';
+import { withTarget, type Target, type TargetFlags } from '../target.js';
+import { idArgument, resolveId, storeOf } from './sessions.js';
 
 const TARGET = '[--stage <s> [--region <r>]]';
-const SHOW_USAGE = `lease show <id> --tenant <t> [--json] ${TARGET}`;
-const RELEASE_USAGE = `lease release <id> --tenant <t> --token <token> [--yes] [--json] ${TARGET}`;
+const SHOW_USAGE = `lease show <session or conversation id> --tenant <t> [--json] ${TARGET}`;
+const RELEASE_USAGE = `lease release <session or conversation id> --tenant <t> --token <token> [--yes] [--json] ${TARGET}`;
 
 interface NodeState {
   node: string;
@@ -63,14 +64,32 @@ function holding(state: LeaseState, token: string): string {
 }
 
 /** Connects to every node of the target, runs `fn`, disconnects. Unreachable nodes are reported, not fatal. */
+/** The session whose lease to read: a conversation id (K1) names its live session, as in `lineage`. */
+async function leaseRefOf(target: Target, io: CliIo, tenantId: string, id: string): Promise<SessionRef> {
+  let store;
+  try {
+    store = await storeOf(target);
+  } catch (err) {
+    // No table for this target (only Redis is configured): the id can only be a session id.
+    if (!(err instanceof CliError)) throw err;
+    note(io, `${err.message}; reading ${id} as a session id (a conversation id needs the table)`);
+    return { tenantId, sessionId: id };
+  }
+  const { ref, conversationId } = await resolveId(store, tenantId, id);
+  if (conversationId) note(io, `conversation ${conversationId}: its live session is ${ref.sessionId}`);
+  return ref;
+}
+
 async function withLease<T>(
   flags: TargetFlags,
   io: CliIo,
-  sessionKeyValue: string,
-  fn: (ctx: { lease: SessionLease; read: () => Promise<LeaseState> }) => Promise<T>,
+  who: { tenantId: string; id: string },
+  fn: (ctx: { lease: SessionLease; ref: SessionRef; read: () => Promise<LeaseState> }) => Promise<T>,
 ): Promise<T> {
   return withTarget(flags, io, async (target) => {
     const urls = await target.redisUrls();
+    const ref = await leaseRefOf(target, io, who.tenantId, who.id);
+    const sessionKeyValue = sessionKey(ref);
     const clients = createRedisClients(urls);
     try {
       await waitForRedis(clients);
@@ -82,7 +101,7 @@ async function withLease<T>(
           throw new CliError(`no Redis node answered: ${nodes.map((n) => `${n.node}: ${n.error}`).join('; ')}`);
         return { sessionKey: sessionKeyValue, redisKey, quorum: quorumSize(urls.length), nodes };
       };
-      return await fn({ lease, read });
+      return await fn({ lease, ref, read });
     } finally {
       clients.forEach((c) => c.disconnect());
     }
@@ -92,10 +111,16 @@ async function withLease<T>(
 export const leaseShow: Command = {
   name: 'lease show',
   usage: SHOW_USAGE,
-  summary: "the session lease's holder token on each Redis node (or none)",
+  summary: "the session lease's holder token on each Redis node (or none); a conversation id names its live session",
   async run(args, io) {
-    const { values, ref } = parseSessionCommand(args, SHOW_USAGE);
-    return withLease(values, io, sessionKey(ref), async ({ read }) => {
+    const { values, positionals } = parseCommand(args, {
+      usage: SHOW_USAGE,
+      positionals: ['id'],
+      options: { tenant: { type: 'string' } },
+      required: ['tenant'],
+    });
+    const who = { tenantId: tenantOf(values.tenant, SHOW_USAGE), id: idArgument(positionals[0], SHOW_USAGE) };
+    return withLease(values, io, who, async ({ read }) => {
       const state = await read();
       const tokens = [...new Set(state.nodes.flatMap((n) => (n.holder ? [n.holder] : [])))];
       emit(io, values.json, state, () => [
@@ -113,12 +138,15 @@ export const leaseRelease: Command = {
   usage: RELEASE_USAGE,
   summary: "token-checked release of a stuck lease (asks first); never deletes another holder's lease",
   async run(args, io) {
-    const { values, ref } = parseSessionCommand(args, RELEASE_USAGE, {
-      options: { token: { type: 'string' }, yes: { type: 'boolean' } },
-      required: ['token'],
+    const { values, positionals } = parseCommand(args, {
+      usage: RELEASE_USAGE,
+      positionals: ['id'],
+      options: { tenant: { type: 'string' }, token: { type: 'string' }, yes: { type: 'boolean' } },
+      required: ['tenant', 'token'],
     });
+    const who = { tenantId: tenantOf(values.tenant, RELEASE_USAGE), id: idArgument(positionals[0], RELEASE_USAGE) };
     const token = values.token!;
-    return withLease(values, io, sessionKey(ref), async ({ lease, read }) => {
+    return withLease(values, io, who, async ({ lease, ref, read }) => {
       const before = await read();
       if (!before.nodes.some((n) => n.holder === token)) {
         const current = [...new Set(before.nodes.flatMap((n) => (n.holder ? [n.holder] : [])))];

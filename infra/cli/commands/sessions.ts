@@ -11,7 +11,7 @@ import { CliError, EXIT_OK } from '../errors.js';
 import { columns, emit, relative } from '../output.js';
 import { withTarget, type Target } from '../target.js';
 
-async function storeOf(target: Target): Promise<DynamoLineageStore> {
+export async function storeOf(target: Target): Promise<DynamoLineageStore> {
   const { client, tableName } = await target.table();
   return new DynamoLineageStore({ client, tableName });
 }
@@ -81,6 +81,29 @@ export const sessionsShow: Command = {
   },
 };
 
+/** A session id or a conversation id (K1), as `lineage` and `lease` take them. */
+export function idArgument(id: string | undefined, usage: string): string {
+  if (id !== undefined && SESSION_ID_PATTERN.test(id)) return id;
+  return conversationIdOf(id, usage);
+}
+
+/**
+ * A session id first (a deleted one included: it is reported as such); else a conversation id (K1),
+ * resolved to its live session.
+ */
+export async function resolveId(
+  store: DynamoLineageStore,
+  tenantId: string,
+  id: string,
+): Promise<{ ref: SessionRef; conversationId?: string }> {
+  const asSession: SessionRef = { tenantId, sessionId: id };
+  if (SESSION_ID_PATTERN.test(id) && (await store.hasRecord(asSession))) return { ref: asSession };
+  const conversation = await store.getConversation(tenantId, id);
+  if (conversation) return { ref: { tenantId, sessionId: conversation.liveSessionId }, conversationId: id };
+  if (!SESSION_ID_PATTERN.test(id)) throw new CliError(`conversation ${id} of tenant ${tenantId} not found`);
+  return { ref: asSession };
+}
+
 const LINEAGE_USAGE = 'lineage <session or conversation id> --tenant <t> [--json] [--stage <s> [--region <r>] [--table <name>]]';
 
 export const lineage: Command = {
@@ -95,23 +118,10 @@ export const lineage: Command = {
       required: ['tenant'],
     });
     const tenantId = tenantOf(values.tenant, LINEAGE_USAGE);
-    const id = positionals[0]!;
-    if (!SESSION_ID_PATTERN.test(id)) conversationIdOf(id, LINEAGE_USAGE);
+    const id = idArgument(positionals[0], LINEAGE_USAGE);
     return withTarget(values, io, async (target) => {
       const store = await storeOf(target);
-      // A session id first (a deleted one included: it is reported as such); else a conversation id (K1),
-      // whose chain is read from its live session.
-      let ref: SessionRef = { tenantId, sessionId: id };
-      let conversationId: string | undefined;
-      if (!SESSION_ID_PATTERN.test(id) || !(await store.hasRecord(ref))) {
-        const conversation = await store.getConversation(tenantId, id);
-        if (conversation) {
-          conversationId = id;
-          ref = { tenantId, sessionId: conversation.liveSessionId };
-        } else if (!SESSION_ID_PATTERN.test(id)) {
-          throw new CliError(`conversation ${id} of tenant ${tenantId} not found`);
-        }
-      }
+      const { ref, conversationId } = await resolveId(store, tenantId, id);
       const chain = await store.lineage(ref).catch(async (err: unknown) => {
         throw err instanceof Error && err.name === 'SessionNotFoundError' ? await notFound(store, ref) : err;
       });

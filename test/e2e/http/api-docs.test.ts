@@ -48,11 +48,11 @@ afterAll(async () => {
 });
 
 describe('API document', () => {
-  it('GET /openapi.json needs no key and serves functions/openapi.json', async () => {
+  it('GET /openapi.json needs no key and serves functions/openapi.json, naming this server (its port) as the server', async () => {
     const res = await fetch(`${service.baseUrl}/openapi.json`);
     expect(res.status).toBe(200);
     expect(res.headers.get('content-type')).toMatch(/^application\/json/);
-    expect(await res.json()).toEqual(doc);
+    expect(await res.json()).toEqual({ ...doc, servers: [{ url: service.baseUrl, description: 'the server that served this document' }] });
   });
 
   it('GET /docs needs no key, is HTML that loads Swagger UI from this origin only; unknown assets are 404', async () => {

@@ -26,6 +26,26 @@ describe('conversations in the CLI', () => {
     expect(list.code, list.stderr).toBe(0);
     const page = JSON.parse(list.stdout) as { conversations: { conversationId: string; sessions: number }[] };
     expect(page.conversations.map((c) => c.conversationId)).toEqual(['newer', 'user_123@chat']);
+    expect(page).toHaveProperty('nextCursor', null);
+    // The cursor is named as the API names it (GET /conversations: nextCursor), and pages on.
+    const first = JSON.parse((await cliInProcess(['conversations', 'list', '--tenant', tenantId, '--limit', '1', '--json'])).stdout) as {
+      conversations: { conversationId: string }[];
+      nextCursor: string | null;
+    };
+    expect(Object.keys(first).sort()).toEqual(['conversations', 'nextCursor']);
+    expect(first.nextCursor).toEqual(expect.any(String));
+    const second = await cliInProcess([
+      'conversations',
+      'list',
+      '--tenant',
+      tenantId,
+      '--limit',
+      '1',
+      '--cursor',
+      first.nextCursor!,
+      '--json',
+    ]);
+    expect((JSON.parse(second.stdout) as typeof first).conversations.map((c) => c.conversationId)).toEqual(['user_123@chat']);
 
     const show = await cliInProcess(['conversations', 'show', 'user_123@chat', '--tenant', tenantId]);
     expect(show.code, show.stderr).toBe(0);
@@ -41,6 +61,18 @@ describe('conversations in the CLI', () => {
     // A session id still works, and names its conversation.
     const bySession = await cliInProcess(['lineage', root, '--tenant', tenantId]);
     expect(bySession.stdout).toContain('conversation user_123@chat');
+  });
+
+  it('K1: lease show takes a conversation id, as lineage does, and reads the lease of its live session', async () => {
+    const tenantId = `cli-${randomUUID().slice(0, 8)}`;
+    const { child } = await rotatedConversation(tenantId, 'leased');
+    const run = await cliInProcess(['lease', 'show', 'leased', '--tenant', tenantId]);
+    expect(run.code, run.stderr).toBe(0);
+    expect(run.stderr).toContain(`conversation leased: its live session is ${child}`);
+    expect(run.stdout).toContain(`lease lease:session:${tenantId}/${child} on 3 nodes`);
+    const unknown = await cliInProcess(['lease', 'show', 'no.such:conversation', '--tenant', tenantId]);
+    expect(unknown.code).toBe(1);
+    expect(unknown.stderr).toContain(`conversation no.such:conversation of tenant ${tenantId} not found`);
   });
 
   it('K3: delete asks first, then removes every session; unknown ids exit 1, bad ones exit 2', async () => {

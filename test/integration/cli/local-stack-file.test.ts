@@ -4,7 +4,7 @@
 // `npm run stack -- restart`; the CLI runs from its esbuild bundle and rebuilds it when a source changed.
 import { spawn, spawnSync } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
-import { mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
@@ -84,6 +84,45 @@ describe('the CLI and the local stack file', () => {
     });
     expect(missing.code).toBe(1);
     expect(missing.stderr).toContain('run `npm start` first');
+  }, 60_000);
+
+  it('issue 34: from its bundle under node_modules/.cache, the CLI looks for the stack file in the project (infra/local/)', async () => {
+    const projectFile = join(projectRoot, 'infra', 'local', '.local-stack.json');
+    // A developer's running npm start owns that file: then this check has nothing to prove.
+    if (existsSync(projectFile)) return;
+    const env: NodeJS.ProcessEnv = { ...process.env };
+    for (const v of ['LOCAL_STACK_FILE', 'REDIS_URLS', 'DYNAMODB_ENDPOINT', 'TABLE_NAME']) delete env[v];
+    const run = await npm(['run', '-s', 'cli', '--', 'keys', 'list'], env);
+    expect(run.code).toBe(1);
+    expect(run.stderr).toContain(`run \`npm start\` first (it writes ${projectFile})`);
+  }, 60_000);
+
+  it('issue 34: while npm start is still starting (its marker, a live pid) the CLI waits for the stack, saying so', async () => {
+    const file = join(dir, 'starting.json');
+    writeFileSync(file, JSON.stringify({ starting: true, pid: process.pid }));
+    const env = { LOCAL_STACK_FILE: file, REDIS_URLS: '', DYNAMODB_ENDPOINT: '', TABLE_NAME: '' };
+    const child = spawn(process.execPath, ['infra/cli/launch.ts', 'keys', 'list', '--json'], {
+      cwd: projectRoot,
+      env: { ...process.env, ...env },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    let stdout = '';
+    let stderr = '';
+    child.stdout.on('data', (c: Buffer) => (stdout += c.toString('utf8')));
+    child.stderr.on('data', (c: Buffer) => (stderr += c.toString('utf8')));
+    const code = new Promise<number | null>((resolve) => child.once('close', resolve));
+    // Once the CLI says it waits, the stack comes up (npm start replaces its marker with the full file).
+    while (!stderr.includes('still starting') && child.exitCode === null) await new Promise((r) => setTimeout(r, 100));
+    expect(stderr).toContain(`note: npm start (pid ${process.pid}) is still starting; waiting for it`);
+    writeFileSync(file, JSON.stringify(testStackFile()));
+    expect(await code, stderr).toBe(0);
+    expect(JSON.parse(stdout)).toBeInstanceOf(Array);
+    // A marker whose npm start is gone is stale, not a wait.
+    const pid = deadPid();
+    writeFileSync(file, JSON.stringify({ starting: true, pid }));
+    const stale = await cli(['keys', 'list'], { env });
+    expect(stale.code).toBe(1);
+    expect(stale.stderr).toContain(`is stale (its npm start, pid ${pid}, is not running)`);
   }, 60_000);
 
   it('runs from its bundle, rebuilt only when a file it was built from changed', async () => {

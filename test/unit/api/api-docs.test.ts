@@ -4,7 +4,7 @@
 // real files through the built bundle under serverless-offline.
 import { gzipSync } from 'node:zlib';
 import { describe, expect, it } from 'vitest';
-import { acceptsGzip, createDocsResponder, SWAGGER_UI_ASSETS } from '../../../lib/api/api-docs.js';
+import { acceptsGzip, createDocsResponder, serverUrlOf, SWAGGER_UI_ASSETS } from '../../../lib/api/api-docs.js';
 
 const texts: Record<string, string> = {
   'swagger-ui-bundle.js': `window.SwaggerUIBundle = () => 'ü';\n${'x'.repeat(5000)}`,
@@ -92,5 +92,30 @@ describe('docs responder (SPEC P4: Swagger UI served from disk, not from the bun
       false,
       false,
     ]);
+  });
+
+  it('issue 34: /openapi.json names the server the request came to (HTTP_PORT=3500 → :3500), not a fixed one', async () => {
+    const { respond } = responder();
+    const served = async (server?: string) =>
+      JSON.parse((await respond('GET', '/openapi.json', '', server)).body as string) as { servers?: unknown };
+    expect((await served('http://127.0.0.1:3500')).servers).toEqual([
+      { url: 'http://127.0.0.1:3500', description: 'the server that served this document' },
+    ]);
+    expect((await served('https://abc.execute-api.eu-west-1.amazonaws.com')).servers).toEqual([
+      { url: 'https://abc.execute-api.eu-west-1.amazonaws.com', description: 'the server that served this document' },
+    ]);
+    // gzip too, and without a usable Host the document as stored.
+    const gz = await respond('GET', '/openapi.json', 'gzip', 'http://127.0.0.1:3500');
+    expect(gz.headers['content-encoding']).toBe('gzip');
+    expect((await served()).servers).toBeUndefined();
+  });
+
+  it('issue 34: the server URL from Host and X-Forwarded-Proto; loopback is http, anything else https; odd hosts none', () => {
+    expect(serverUrlOf('127.0.0.1:3500', undefined)).toBe('http://127.0.0.1:3500');
+    expect(serverUrlOf('localhost:3000', undefined)).toBe('http://localhost:3000');
+    expect(serverUrlOf('api.example.com', undefined)).toBe('https://api.example.com');
+    expect(serverUrlOf('api.example.com', 'http, https')).toBe('http://api.example.com');
+    expect(serverUrlOf('evil.com/path', undefined)).toBeUndefined();
+    expect(serverUrlOf(undefined, 'https')).toBeUndefined();
   });
 });
