@@ -352,6 +352,17 @@ class LineageClient:
                 # The snapshot passed one response: the rest is paged inside the snapshot's generation.
                 sid = attempt.session_id
                 messages += self._read_all(lambda c: self.list_messages(sid, cursor=c), first=cursor)[0]
+            elif b.get("truncated"):
+                # A cut snapshot with no way to page the rest: compacting a part of it would drop the
+                # rest, so the attempt is given back at once rather than handed to an engine.
+                try:
+                    self.abort_compaction(attempt)
+                finally:
+                    raise LineageError(
+                        "the compaction snapshot passed one response (4.5 MB) and the service gave no cursor for the rest; "
+                        "the attempt was aborted",
+                        code="snapshot_truncated",
+                    )
         reason = b.get("reason")
         holder = b.get("holder")
         return BeginResult(

@@ -55,7 +55,7 @@ class NotFoundError(LineageError):
 
 
 class AuthenticationError(LineageError):
-    """401: missing or invalid API key."""
+    """401/403: a missing or invalid API key, or a Lease-Token that does not hold the attempt (``lease_token_invalid``)."""
 
 
 class ConflictError(LineageError):
@@ -155,7 +155,7 @@ def error_from_response(status: int, body: Any, headers: Mapping[str, str]) -> L
     kw: dict[str, Any] = {"status": status, "code": code, "request_id": request_id, "body": body}
     if status == 404:
         return NotFoundError(message, **kw)
-    if status == 401:
+    if status in (401, 403):
         return AuthenticationError(message, **kw)
     if status == 409:
         return ConflictError(message, **kw)
