@@ -3,6 +3,7 @@ compact_with: the seed's flow played by an agent with its own engine, against th
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import multiprocessing
 import threading
@@ -65,7 +66,7 @@ def test_E1_E3_win_begin_heartbeat_commit_in_place(client: LineageClient, conv_i
         assert attempt.started and attempt.outcome == "started" and attempt.reason is None
         assert attempt.messages == chat(12)  # the snapshot
         assert attempt.attempt is not None and "lease_token" not in repr(attempt.attempt)  # E8: never shown
-        assert attempt.refresher is not None and wait_for(lambda: attempt.refresher.refreshes >= 1)  # type: ignore[union-attr]
+        assert attempt.refresher is not None and wait_for(lambda: attempt.refresher is not None and attempt.refresher.refreshes >= 1)
         assert not attempt.cancelled.is_set()
         result = attempt.commit(summarize(attempt.messages or [], attempt.cancelled))
     assert result.outcome == "compressed" and result.session_id == conv.get()["liveSessionId"]
@@ -163,7 +164,7 @@ def test_E3_E4_repeated_commit_replays_abort_after_commit_is_committed_status_an
     attempt = begun.attempt
     assert client.heartbeat_compaction(attempt).get("attemptId", attempt.attempt_id) == attempt.attempt_id
     assert client.compaction_status(attempt)["status"] == "running"
-    forged = type(attempt)(**{**attempt.__dict__, "lease_token": "not-the-token"})
+    forged = dataclasses.replace(attempt, lease_token="not-the-token")
     with pytest.raises(LineageError) as wrong:  # E8: a wrong token changes nothing
         client.commit_compaction(forged, summarize(begun.messages or [], threading.Event()))
     assert wrong.value.status is not None and 400 <= wrong.value.status < 500
@@ -202,7 +203,12 @@ def test_C13_review_origin_is_disabled_and_takes_no_lease(client: LineageClient,
     conv = client.conversation(conv_id)
     conv.append(chat(4))
     calls: list[int] = []
-    r = conv.compact_with(lambda m, c: calls.append(1) or m, origin="review")
+
+    def engine(messages: list[dict[str, Any]], cancelled: threading.Event) -> list[dict[str, Any]]:
+        calls.append(1)
+        return messages
+
+    r = conv.compact_with(engine, origin="review")
     assert r.outcome == "disabled" and calls == [] and r.messages == chat(4)
     assert lease_is_free(conv)
     conv.delete()
@@ -272,7 +278,8 @@ def test_I1_two_processes_compacting_one_conversation_make_at_most_one_child_and
 ) -> None:
     LineageClient(base_url, api_key).conversation(conv_id).append(chat(12))
     ctx = multiprocessing.get_context("spawn")
-    start, loser_done, calls, out = ctx.Barrier(2), ctx.Event(), ctx.Value("i", 0), ctx.Queue()
+    calls: Any = ctx.Value("i", 0)
+    start, loser_done, out = ctx.Barrier(2), ctx.Event(), ctx.Queue()
     procs = [ctx.Process(target=_process_agent, args=(base_url, api_key, conv_id, start, loser_done, calls, out)) for _ in range(2)]
     for p in procs:
         p.start()

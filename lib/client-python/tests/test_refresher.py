@@ -92,7 +92,12 @@ def test_L5_stop_ends_the_loop_and_wait_returning_true_stops_it() -> None:
     refresh2, calls2 = scripted([])
     r2 = LeaseRefresher(refresh2, ttl_s=30, interval_s=1)
     started = threading.Event()
-    r2.refresh = lambda: (started.set(), refresh2())[1]
+
+    def signalling() -> bool:
+        started.set()
+        return refresh2()
+
+    r2.refresh = signalling
     r2.start()
     assert started.wait(10)
     r2.stop(join_timeout_s=10)
@@ -103,7 +108,12 @@ def test_L5_the_thread_reports_when_it_gave_up() -> None:
     done = threading.Event()
     seen: list[bool] = []
     r = LeaseRefresher(lambda: False, ttl_s=2, interval_s=1, wait=waits([]))
-    r.start(on_done=lambda rr: (seen.append(rr.gave_up), done.set()))
+
+    def on_done(rr: LeaseRefresher) -> None:
+        seen.append(rr.gave_up)
+        done.set()
+
+    r.start(on_done=on_done)
     assert done.wait(10) and seen == [True]
 
 
