@@ -73,10 +73,13 @@ describe.skipIf(missing !== undefined)('the Python client session-lineage, built
   });
 
   it(
-    'type-checks with mypy --strict (the installed package, then the example against it)',
+    'type-checks with mypy --strict (the installed package, then the example and the tests against it)',
     async () => {
-      for (const target of [['-p', 'session_lineage'], [join(work, 'pkg', 'examples', 'agent.py')]]) {
-        const { stdout } = await sh(venvPython, ['-m', 'mypy', '--strict', '--no-incremental', ...target], { cwd: work });
+      for (const target of [['-p', 'session_lineage'], [join(work, 'pkg', 'examples', 'agent.py')], [join(work, 'pkg', 'tests')]]) {
+        const { stdout } = await sh(venvPython, ['-m', 'mypy', '--strict', '--no-incremental', ...target], {
+          cwd: work,
+          env: { MYPYPATH: join(work, 'pkg', 'tests') },
+        });
         expect(stdout).toContain('Success: no issues found');
       }
     },
