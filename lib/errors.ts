@@ -25,6 +25,11 @@ export type ErrorCode =
   | 'unavailable'
   | 'outcome_unknown'
   | 'rate_limited'
+  | 'lease_lost'
+  | 'lease_token_invalid'
+  | 'committed'
+  | 'commit_in_progress'
+  | 'agent_engine'
   | 'internal';
 
 export interface ServiceErrorInit {

@@ -16,6 +16,7 @@ import { ApiKeyStore } from './api/api-keys.js';
 import type { ApiDeps } from './api/http-app.js';
 import { createDynamoClient, createRedisClients, createSqsClient, createSsmClient, ssmSecretReader, waitForRedis } from './aws-clients.js';
 import { compact } from './compaction/compact.js';
+import { HeldAttempts } from './compaction/held-attempts.js';
 import { compactionEventPublisherFrom } from './events/from-env.js';
 import { createServiceMetrics } from './telemetry/compaction-metrics.js';
 import type { CompactionOutcome, CompactRequest } from './compaction/types.js';
@@ -175,9 +176,14 @@ export function afterTurnPublisher(rt: Runtime): Promise<AfterTurnPublisher> {
 /** Everything the HTTP API needs (functions/http.ts). */
 export function httpDeps(rt: Runtime): Promise<ApiDeps> {
   return rt.once('http', async () => {
-    const [{ config, dynamo, store, redis }, compact, publisher] = await Promise.all([rt.core(), compaction(rt), afterTurnPublisher(rt)]);
+    const [{ config, dynamo, store, redis, lease }, compact, publisher] = await Promise.all([
+      rt.core(),
+      compaction(rt),
+      afterTurnPublisher(rt),
+    ]);
     return {
       store,
+      held: new HeldAttempts({ lease, store, logger: rt.logger, leaseTtlMs: config.leaseTtlMs }),
       // P2: a warm container answers most requests without an API-key read (revocation delay: the TTL).
       apiKeys: new CachedApiKeyResolver(new ApiKeyStore({ client: dynamo, tableName: config.tableName }), {
         ttlMs: config.apiKeyCacheTtlSeconds * 1000,

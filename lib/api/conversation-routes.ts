@@ -65,6 +65,12 @@ async function readTip(ctx: RouteContext): Promise<KnownTip> {
   return tip;
 }
 
+/** The conversation's live session as this container knows it (else one read of the record): the held begin acts on it. */
+export async function liveSessionOf(ctx: RouteContext, fresh = false): Promise<SessionRef> {
+  const tip = (!fresh && tipsOf(ctx.deps).get(ctx.tenantId, convIdOf(ctx))) || (await readTip(ctx));
+  return { tenantId: ctx.tenantId, sessionId: tip.liveSessionId };
+}
+
 function isEnded(s: SessionRecord | undefined): boolean {
   return s !== undefined && (s.endedAt !== undefined || s.childSessionId !== undefined);
 }

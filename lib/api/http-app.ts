@@ -7,7 +7,7 @@ import { errorFields } from '../errors.js';
 import { fromDomainError, HttpError, invalidField } from './errors.js';
 import { parseJsonBody } from './json-body.js';
 import { matchRoute, type RouteDeps, type RouteResult } from './routes.js';
-import { conversationIdParam, sessionIdParam } from './schemas.js';
+import { attemptIdParam, conversationIdParam, sessionIdParam } from './schemas.js';
 import type { LimitKind, TenantLimiter } from './tenant-limits.js';
 import { safeParse } from '../validation.js';
 import { StoreOutcomeUnknownError, StoreRetryableError } from '../lineage/errors.js';
@@ -47,7 +47,11 @@ export interface HttpResponse {
   body?: string;
 }
 
-const paramSchemas: Record<string, typeof sessionIdParam> = { id: sessionIdParam, conversationId: conversationIdParam };
+const paramSchemas: Record<string, typeof sessionIdParam> = {
+  id: sessionIdParam,
+  conversationId: conversationIdParam,
+  attemptId: attemptIdParam,
+};
 
 /** Session and conversation compress routes (a conversation's acts on its live session). */
 const COMPRESS_SUFFIX = '/compress';

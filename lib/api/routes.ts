@@ -1,6 +1,7 @@
 // The route table: one entry per API operation. functions/openapi.json documents exactly
 // these (checked by test/unit/api/openapi.test.ts), and serverless.yml declares them.
 import { errorFields } from '../errors.js';
+import type { HeldAttempts } from '../compaction/held-attempts.js';
 import type { CompactionOrigin, CompactionOutcome, CompactRequest } from '../compaction/types.js';
 import { validateItems, describeProblem } from '../items/validate.js';
 import { decodeCursor, encodeCursor } from '../lineage/cursor.js';
@@ -10,6 +11,7 @@ import type { ConversationScope, IdempotencyInput, LineageStore, PagePosition, S
 import type { Logger } from '../logger.js';
 import type { SessionRef } from '../session-ref.js';
 import { requestDigest } from './canonical-json.js';
+import { compactionRoutes } from './compaction-routes.js';
 import { conversationRoutes } from './conversation-routes.js';
 import { HttpError, invalidField, leaseUnavailable, notFound } from './errors.js';
 import type { LiveTips } from './live-tips.js';
@@ -34,6 +36,8 @@ export interface RouteDeps {
   logger: Logger;
   /** After-turn events are published only once a session's token estimate passes this (F3); unset: always. */
   publishAboveTokens?: number;
+  /** Held compaction attempts (SPEC E1-E8): the agent's own engine under the service's lease and fence. */
+  held?: HeldAttempts;
   /** The container's known conversation tips (P5); one per deps object when absent. */
   liveTips?: LiveTips;
 }
@@ -157,6 +161,7 @@ export const routes: readonly Route[] = [
     },
   },
   ...conversationRoutes,
+  ...compactionRoutes,
 ];
 
 /** What a session operation answered, and the session it acted on as the answer shows it. */

@@ -62,6 +62,21 @@ export const compressBody = z.strictObject({
   keepLast: z.optional(z.number().check(z.int(), z.minimum(0), z.maximum(1000))),
 });
 
+/** E1: a held attempt's begin. */
+export const HELD_TTL_MIN_MS = 5_000;
+export const HELD_TTL_MAX_MS = 900_000;
+export const beginCompactionBody = z.strictObject({
+  mode: z._default(z.enum(['in_place', 'rotate']), 'in_place'),
+  origin: z._default(z.enum(['turn', 'review', 'manual']), 'manual'),
+  ttlMs: z.optional(z.number().check(z.int(), z.minimum(HELD_TTL_MIN_MS), z.maximum(HELD_TTL_MAX_MS))),
+});
+
+/** E3: the replacement for items 1..throughSeq (an empty one is a no-op, C7). */
+export const commitCompactionBody = z.strictObject({ messages: z.array(z.unknown()) });
+
+/** Attempt ids are base64url (held-attempts.ts encodes them). */
+export const attemptIdParam = z.string().check(z.regex(/^[A-Za-z0-9_-]{1,1024}$/, 'must be an attempt id from a begin'));
+
 const count = (max: number) =>
   z
     .pipe(z.string().check(z.regex(/^\d{1,7}$/, 'must be a whole number')), z.transform(Number))

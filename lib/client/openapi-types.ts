@@ -239,6 +239,176 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/sessions/{id}/compactions": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: components["parameters"]["SessionId"];
+            };
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Begin a held compaction attempt (SPEC E1): the agent compacts the snapshot with its own model, then commits or aborts */
+        post: operations["beginCompactionSession"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/sessions/{id}/compactions/{attemptId}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: components["parameters"]["SessionId"];
+                /** @description The attempt id a begin answered (opaque) */
+                attemptId: components["parameters"]["AttemptId"];
+            };
+            cookie?: never;
+        };
+        /** The attempt's status (never its token) */
+        get: operations["getCompactionSession"];
+        put?: never;
+        post?: never;
+        /** Abort (the agent's finally, SPEC E4): token-checked release, marks compaction failed, writes nothing else */
+        delete: operations["abortCompactionSession"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/sessions/{id}/compactions/{attemptId}/heartbeat": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: components["parameters"]["SessionId"];
+                /** @description The attempt id a begin answered (opaque) */
+                attemptId: components["parameters"]["AttemptId"];
+            };
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Extend the attempt's lease (token-checked, SPEC E2); marks compaction in progress at most once per 10 s */
+        post: operations["heartbeatCompactionSession"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/sessions/{id}/compactions/{attemptId}/commit": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: components["parameters"]["SessionId"];
+                /** @description The attempt id a begin answered (opaque) */
+                attemptId: components["parameters"]["AttemptId"];
+            };
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Commit the replacement for items 1..throughSeq (SPEC E3): the service engine's fenced commit; a repeat answers the first outcome */
+        post: operations["commitCompactionSession"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/conversations/{conversationId}/compactions": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The conversation's id, chosen by the client (or a root session's id for a chain made with POST /sessions); scoped to the tenant */
+                conversationId: components["parameters"]["ConversationId"];
+            };
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Begin a held compaction attempt (SPEC E1): the agent compacts the snapshot with its own model, then commits or aborts */
+        post: operations["beginCompactionConversation"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/conversations/{conversationId}/compactions/{attemptId}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The conversation's id, chosen by the client (or a root session's id for a chain made with POST /sessions); scoped to the tenant */
+                conversationId: components["parameters"]["ConversationId"];
+                /** @description The attempt id a begin answered (opaque) */
+                attemptId: components["parameters"]["AttemptId"];
+            };
+            cookie?: never;
+        };
+        /** The attempt's status (never its token) */
+        get: operations["getCompactionConversation"];
+        put?: never;
+        post?: never;
+        /** Abort (the agent's finally, SPEC E4): token-checked release, marks compaction failed, writes nothing else */
+        delete: operations["abortCompactionConversation"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/conversations/{conversationId}/compactions/{attemptId}/heartbeat": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The conversation's id, chosen by the client (or a root session's id for a chain made with POST /sessions); scoped to the tenant */
+                conversationId: components["parameters"]["ConversationId"];
+                /** @description The attempt id a begin answered (opaque) */
+                attemptId: components["parameters"]["AttemptId"];
+            };
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Extend the attempt's lease (token-checked, SPEC E2); marks compaction in progress at most once per 10 s */
+        post: operations["heartbeatCompactionConversation"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/conversations/{conversationId}/compactions/{attemptId}/commit": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The conversation's id, chosen by the client (or a root session's id for a chain made with POST /sessions); scoped to the tenant */
+                conversationId: components["parameters"]["ConversationId"];
+                /** @description The attempt id a begin answered (opaque) */
+                attemptId: components["parameters"]["AttemptId"];
+            };
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Commit the replacement for items 1..throughSeq (SPEC E3): the service engine's fenced commit; a repeat answers the first outcome */
+        post: operations["commitCompactionConversation"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
 }
 export type webhooks = Record<string, never>;
 export interface components {
@@ -408,7 +578,7 @@ export interface components {
         };
         ErrorBody: {
             /** @enum {string} */
-            code: "invalid_json" | "invalid_request" | "unauthorized" | "not_found" | "method_not_allowed" | "session_ended" | "chain_deleted" | "count_mismatch" | "cursor_stale" | "lineage_too_deep" | "conflict" | "format_mismatch" | "payload_too_large" | "unsupported_media_type" | "idempotency_key_reused" | "lease_unavailable" | "unavailable" | "outcome_unknown" | "rate_limited" | "internal";
+            code: "invalid_json" | "invalid_request" | "unauthorized" | "not_found" | "method_not_allowed" | "session_ended" | "chain_deleted" | "count_mismatch" | "cursor_stale" | "lineage_too_deep" | "conflict" | "format_mismatch" | "payload_too_large" | "unsupported_media_type" | "idempotency_key_reused" | "lease_unavailable" | "unavailable" | "outcome_unknown" | "rate_limited" | "lease_lost" | "lease_token_invalid" | "committed" | "commit_in_progress" | "agent_engine" | "internal";
             message: string;
             requestId?: string;
         };
@@ -474,6 +644,65 @@ export interface components {
             metadata: {
                 [key: string]: unknown;
             };
+        };
+        BeginCompactionRequest: {
+            /**
+             * @default in_place
+             * @enum {string}
+             */
+            mode?: "in_place" | "rotate";
+            /**
+             * @default manual
+             * @enum {string}
+             */
+            origin?: "turn" | "review" | "manual";
+            /** @description Lease TTL; default the service's LEASE_TTL_MS */
+            ttlMs?: number;
+        };
+        CompactionAttempt: {
+            attemptId: string;
+            sessionId: string;
+            /** @enum {string} */
+            mode: "in_place" | "rotate";
+            fence: number;
+            /** @description The snapshot holds the live items with seq <= throughSeq; the commit replaces exactly them */
+            throughSeq: number;
+            ttlMs: number;
+            heartbeatIntervalMs: number;
+            /** Format: date-time */
+            expiresAt?: string;
+            /** @enum {string} */
+            status?: "running" | "committed" | "cancelled" | "expired" | "lost";
+            outcome?: Record<string, never>;
+        };
+        StartedCompactionAttempt: components["schemas"]["CompactionAttempt"] & {
+            /** @description Secret: send it as Lease-Token; it is never answered again */
+            leaseToken: string;
+        };
+        BeginCompactionResponse: {
+            /** @enum {string} */
+            outcome: "started" | "skipped" | "noop" | "disabled";
+            reason?: string;
+            sessionId?: string;
+            holder?: string | null;
+            attempt?: components["schemas"]["StartedCompactionAttempt"];
+            messages?: components["schemas"]["Item"][];
+            /** @description The snapshot passed the response budget and was cut; page the rest with GET …/messages */
+            truncated?: boolean;
+        };
+        CommitCompactionRequest: {
+            /** @description The replacement for items 1..throughSeq, validated like an append */
+            messages: unknown[];
+        };
+        AttemptResponse: {
+            attempt: components["schemas"]["CompactionAttempt"];
+        };
+        AbortCompactionResponse: {
+            /** @enum {string} */
+            outcome: "skipped";
+            /** @enum {string} */
+            reason: "cancelled";
+            sessionId: string;
         };
     };
     responses: {
@@ -567,6 +796,10 @@ export interface components {
         IdempotencyKey: string;
         /** @description The conversation's id, chosen by the client (or a root session's id for a chain made with POST /sessions); scoped to the tenant */
         ConversationId: string;
+        /** @description The attempt id a begin answered (opaque) */
+        AttemptId: string;
+        /** @description The secret leaseToken the begin answered (SPEC E8): never logged, never answered again */
+        LeaseToken: string;
     };
     requestBodies: never;
     headers: never;
@@ -1250,6 +1483,541 @@ export interface operations {
             503: {
                 headers: {
                     "Retry-After"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    beginCompactionSession: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: components["parameters"]["SessionId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: {
+            content: {
+                "application/json": components["schemas"]["BeginCompactionRequest"];
+            };
+        };
+        responses: {
+            /** @description skipped (locked, with holder; adopted), noop (nothing_to_compact) or disabled (review origin): no lease is held */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["BeginCompactionResponse"];
+                };
+            };
+            /** @description started: the attempt (with its secret leaseToken) and the snapshot */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["BeginCompactionResponse"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            404: components["responses"]["NotFound"];
+            429: components["responses"]["RateLimited"];
+            /** @description lease_unavailable: no Redis quorum; retry after Retry-After seconds */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    getCompactionSession: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: components["parameters"]["SessionId"];
+                /** @description The attempt id a begin answered (opaque) */
+                attemptId: components["parameters"]["AttemptId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The attempt */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["AttemptResponse"];
+                };
+            };
+            404: components["responses"]["NotFound"];
+            429: components["responses"]["RateLimited"];
+        };
+    };
+    abortCompactionSession: {
+        parameters: {
+            query?: never;
+            header: {
+                /** @description The secret leaseToken the begin answered (SPEC E8): never logged, never answered again */
+                "Lease-Token": components["parameters"]["LeaseToken"];
+            };
+            path: {
+                id: components["parameters"]["SessionId"];
+                /** @description The attempt id a begin answered (opaque) */
+                attemptId: components["parameters"]["AttemptId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description skipped/cancelled */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["AbortCompactionResponse"];
+                };
+            };
+            /** @description lease_token_invalid: no Lease-Token header */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description lease_token_invalid: the token does not hold this attempt */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            404: components["responses"]["NotFound"];
+            /** @description committed: the attempt was committed; commit_in_progress: its commit is running */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            429: components["responses"]["RateLimited"];
+        };
+    };
+    heartbeatCompactionSession: {
+        parameters: {
+            query?: never;
+            header: {
+                /** @description The secret leaseToken the begin answered (SPEC E8): never logged, never answered again */
+                "Lease-Token": components["parameters"]["LeaseToken"];
+            };
+            path: {
+                id: components["parameters"]["SessionId"];
+                /** @description The attempt id a begin answered (opaque) */
+                attemptId: components["parameters"]["AttemptId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The attempt with its new expiresAt */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["AttemptResponse"];
+                };
+            };
+            /** @description lease_token_invalid: no Lease-Token header */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description lease_token_invalid: the token does not hold this attempt */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            404: components["responses"]["NotFound"];
+            /** @description lease_lost: the lease is no longer the attempt's; it can never commit */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            429: components["responses"]["RateLimited"];
+            /** @description lease_unavailable: no Redis quorum */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    commitCompactionSession: {
+        parameters: {
+            query?: never;
+            header: {
+                /** @description The secret leaseToken the begin answered (SPEC E8): never logged, never answered again */
+                "Lease-Token": components["parameters"]["LeaseToken"];
+            };
+            path: {
+                id: components["parameters"]["SessionId"];
+                /** @description The attempt id a begin answered (opaque) */
+                attemptId: components["parameters"]["AttemptId"];
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["CommitCompactionRequest"];
+            };
+        };
+        responses: {
+            /** @description compressed, noop (with reason) or skipped (stale, lease_lost, adopted), as compress answers */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CompressResponse"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            /** @description lease_token_invalid: no Lease-Token header */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description lease_token_invalid: the token does not hold this attempt */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            404: components["responses"]["NotFound"];
+            /** @description lease_lost, or commit_in_progress (a commit of this attempt is running) */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            413: components["responses"]["TooLarge"];
+            429: components["responses"]["RateLimited"];
+            /** @description lease_unavailable, or outcome_unknown: the store did not confirm the commit; read the session (or repeat the commit) before anything else */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    beginCompactionConversation: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The conversation's id, chosen by the client (or a root session's id for a chain made with POST /sessions); scoped to the tenant */
+                conversationId: components["parameters"]["ConversationId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: {
+            content: {
+                "application/json": components["schemas"]["BeginCompactionRequest"];
+            };
+        };
+        responses: {
+            /** @description skipped (locked, with holder; adopted), noop (nothing_to_compact) or disabled (review origin): no lease is held */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["BeginCompactionResponse"];
+                };
+            };
+            /** @description started: the attempt (with its secret leaseToken) and the snapshot */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["BeginCompactionResponse"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            404: components["responses"]["NotFound"];
+            429: components["responses"]["RateLimited"];
+            /** @description lease_unavailable: no Redis quorum; retry after Retry-After seconds */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    getCompactionConversation: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The conversation's id, chosen by the client (or a root session's id for a chain made with POST /sessions); scoped to the tenant */
+                conversationId: components["parameters"]["ConversationId"];
+                /** @description The attempt id a begin answered (opaque) */
+                attemptId: components["parameters"]["AttemptId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The attempt */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["AttemptResponse"];
+                };
+            };
+            404: components["responses"]["NotFound"];
+            429: components["responses"]["RateLimited"];
+        };
+    };
+    abortCompactionConversation: {
+        parameters: {
+            query?: never;
+            header: {
+                /** @description The secret leaseToken the begin answered (SPEC E8): never logged, never answered again */
+                "Lease-Token": components["parameters"]["LeaseToken"];
+            };
+            path: {
+                /** @description The conversation's id, chosen by the client (or a root session's id for a chain made with POST /sessions); scoped to the tenant */
+                conversationId: components["parameters"]["ConversationId"];
+                /** @description The attempt id a begin answered (opaque) */
+                attemptId: components["parameters"]["AttemptId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description skipped/cancelled */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["AbortCompactionResponse"];
+                };
+            };
+            /** @description lease_token_invalid: no Lease-Token header */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description lease_token_invalid: the token does not hold this attempt */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            404: components["responses"]["NotFound"];
+            /** @description committed: the attempt was committed; commit_in_progress: its commit is running */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            429: components["responses"]["RateLimited"];
+        };
+    };
+    heartbeatCompactionConversation: {
+        parameters: {
+            query?: never;
+            header: {
+                /** @description The secret leaseToken the begin answered (SPEC E8): never logged, never answered again */
+                "Lease-Token": components["parameters"]["LeaseToken"];
+            };
+            path: {
+                /** @description The conversation's id, chosen by the client (or a root session's id for a chain made with POST /sessions); scoped to the tenant */
+                conversationId: components["parameters"]["ConversationId"];
+                /** @description The attempt id a begin answered (opaque) */
+                attemptId: components["parameters"]["AttemptId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The attempt with its new expiresAt */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["AttemptResponse"];
+                };
+            };
+            /** @description lease_token_invalid: no Lease-Token header */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description lease_token_invalid: the token does not hold this attempt */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            404: components["responses"]["NotFound"];
+            /** @description lease_lost: the lease is no longer the attempt's; it can never commit */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            429: components["responses"]["RateLimited"];
+            /** @description lease_unavailable: no Redis quorum */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    commitCompactionConversation: {
+        parameters: {
+            query?: never;
+            header: {
+                /** @description The secret leaseToken the begin answered (SPEC E8): never logged, never answered again */
+                "Lease-Token": components["parameters"]["LeaseToken"];
+            };
+            path: {
+                /** @description The conversation's id, chosen by the client (or a root session's id for a chain made with POST /sessions); scoped to the tenant */
+                conversationId: components["parameters"]["ConversationId"];
+                /** @description The attempt id a begin answered (opaque) */
+                attemptId: components["parameters"]["AttemptId"];
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["CommitCompactionRequest"];
+            };
+        };
+        responses: {
+            /** @description compressed, noop (with reason) or skipped (stale, lease_lost, adopted), as compress answers */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CompressResponse"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            /** @description lease_token_invalid: no Lease-Token header */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description lease_token_invalid: the token does not hold this attempt */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            404: components["responses"]["NotFound"];
+            /** @description lease_lost, or commit_in_progress (a commit of this attempt is running) */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            413: components["responses"]["TooLarge"];
+            429: components["responses"]["RateLimited"];
+            /** @description lease_unavailable, or outcome_unknown: the store did not confirm the commit; read the session (or repeat the commit) before anything else */
+            503: {
+                headers: {
                     [name: string]: unknown;
                 };
                 content: {

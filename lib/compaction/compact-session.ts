@@ -1,5 +1,6 @@
-// One compaction attempt (SPEC C1-C13, I1-I4, P1, P2). Reads straight down: guard → acquire →
-// begin → engine → checks → commit. Everything after the lease is won belongs to an
+// One compaction attempt (SPEC C1-C13, I1-I4, P1, P2) with the service's engine: the in-process
+// driver of the phases in ./phases/ (held-attempts.ts is the other). Reads straight down: guard →
+// acquire → begin → engine → checks → commit. Everything after the lease is won belongs to an
 // AttemptScope, closed in `finally` whatever happens (I3).
 //
 // Round trips on a rotation's critical path (P1): one Redis round to acquire; one DynamoDB
@@ -10,34 +11,16 @@
 import { DEFAULT_LEASE_TTL_MS } from '../config.js';
 import { errorFields } from '../errors.js';
 import { adapterFor } from '../items/adapters.js';
-import { estimateItemTokens, loadTokenCounter } from '../items/tokens.js';
 import type { Item } from '../items/types.js';
 import { LeaseRefresher } from '../lease/index.js';
-import {
-  AttemptInFlightError,
-  ChainDeletedError,
-  FenceStaleError,
-  RotationLostError,
-  SessionEndedError,
-  StaleSnapshotError,
-} from '../lineage/errors.js';
 import type { BegunAttempt } from '../lineage/types.js';
 import { silentLogger } from '../logger.js';
-import { sessionKey } from '../session-ref.js';
-import { AttemptScope, errorText } from './attempt-scope.js';
+import { errorText } from './attempt-scope.js';
 import { CommitFence } from './commit-fence.js';
 import { optionsFor } from './engine-options.js';
 import { ActivityHeartbeat } from './heartbeat.js';
-import { restoreHumanAnchor } from './human-anchor.js';
-import { noopReason } from './result-check.js';
-import {
-  ACTIVITY_LABELS,
-  type CompactionDeps,
-  type CompactionOutcome,
-  type CompactRequest,
-  type NoopReason,
-  type SkipReason,
-} from './types.js';
+import { acquireLease, beginUnderLease, checkReplacement, commitReplacement, isEnding, reviewEnding, type Ending } from './phases/index.js';
+import { type CompactionDeps, type CompactionOutcome, type CompactRequest, type NoopReason, type SkipReason } from './types.js';
 
 export { DEFAULT_LEASE_TTL_MS };
 export const DEFAULT_COMMIT_SAFETY_MARGIN_MS = 5_000;
@@ -91,26 +74,24 @@ export async function compactSession(
     ...(await inputIfAsked(known)),
   });
 
-  // C13: a review fork never compacts, by rule: no lease, no engine, no write. It is told the
-  // session to continue on: the live tip when this one has ended (F1), read from the records alone.
-  if (req.origin === 'review') {
-    const live = (await store.liveTip(ref)) ?? chainDeleted(ref.sessionId);
-    return { outcome: 'disabled', reason: 'review_origin', sessionId: live, warnings, ...(await inputIfAsked()) };
-  }
+  const asOutcome = async (e: Ending, known?: readonly Item[]): Promise<CompactionOutcome> => {
+    switch (e.ended) {
+      case 'skipped':
+        return skipped(e.reason, e.sessionId, e.reason === 'adopted' || e.reason === 'stale' ? undefined : known, e.holder);
+      case 'noop':
+        return noop(e.reason, known ?? []);
+      case 'disabled':
+        return { outcome: 'disabled', reason: 'review_origin', sessionId: e.sessionId, warnings, ...(await inputIfAsked()) };
+    }
+  };
 
-  // L2/P2: one Redis round decides; a loser learns the holder from it and reads nothing else.
-  let acquired: Awaited<ReturnType<typeof leaseApi.tryAcquire>>;
-  try {
-    acquired = await leaseApi.tryAcquire(sessionKey(ref), { ttlMs, holder: req.holder });
-  } catch (err) {
-    // C2: any lease backend failure fails closed.
-    log.warn('compaction skipped: lease backend unavailable', { sessionKey: sessionKey(ref), error: errorFields(err) });
-    return skipped('lease_unavailable', ref.sessionId);
-  }
-  if (!acquired.acquired) return skipped('locked', ref.sessionId, undefined, acquired.holder);
+  // C13: a review fork never compacts, by rule: no lease, no engine, no write (phases/open.ts).
+  if (req.origin === 'review') return asOutcome(await reviewEnding(store, ref));
 
-  const { acquired: _won, ...lease } = acquired;
-  const scope = new AttemptScope(lease, { lease: leaseApi, store, log }, ref);
+  const phase = { lease: leaseApi, store, log };
+  const won = await acquireLease(phase, ref, { ttlMs, holder: req.holder });
+  if (isEnding(won)) return asOutcome(won);
+  const { scope, lease } = won;
   let failed = true;
   try {
     const outcome = await underLease();
@@ -121,30 +102,9 @@ export async function compactSession(
   }
 
   async function underLease(): Promise<CompactionOutcome> {
-    let begun: BegunAttempt;
-    try {
-      begun = await store.beginAttempt(ref, {
-        holder: lease.token,
-        leaseExpiresAt: lease.expiresAt,
-        activityLabel: ACTIVITY_LABELS.started,
-      });
-    } catch (err) {
-      // C4: the lease does not prove the parent is live; an ended parent is adopted, not compacted.
-      if (err instanceof SessionEndedError) return skipped('adopted', err.liveSessionId ?? chainDeleted(ref.sessionId));
-      // A holder whose lease expired under it still has a live attempt record: it is compacting.
-      if (err instanceof AttemptInFlightError) return skipped('locked', ref.sessionId, undefined, err.holder);
-      throw err;
-    }
-    scope.began(begun.attempt);
-
-    // L6: prove we still own the lease once the fence is issued (after Redis said yes), beside the
-    // read (P1). A warm store sent the read beside the begin and hands it over here; a cold one
-    // sends it now, first, so the extend's own client-side work overlaps the read, not precedes it.
-    const snapshot = store.readSnapshot(ref, begun);
-    const ownership = leaseApi.refresh(lease, ttlMs);
-    const [owned, input] = await Promise.all([ownership, snapshot]);
-    if (!owned.refreshed)
-      return owned.reason === 'no_quorum' ? skipped('lease_unavailable', ref.sessionId) : skipped('lease_lost', ref.sessionId);
+    const opened = await beginUnderLease(phase, scope, ref, { ttlMs });
+    if (isEnding(opened)) return asOutcome(opened);
+    const { begun, snapshot: input, ownership } = opened;
     if (input.length === 0) return noop('nothing_to_compact', []);
 
     // The ownership check was the refresher's first refresh (L5 "once immediately"): no second round.
@@ -176,11 +136,9 @@ export async function compactSession(
       warn(`engine ${engine.name} aborted the compaction; nothing was written`);
       return noop('aborted', input);
     }
-    // C7 on the raw result, then C8, then C7 again: restoring the anchor can rebuild the input.
-    if (result.items.length === 0) return noop('empty_result', input);
-    const anchored = restoreHumanAnchor(result.items, input, adapter).items;
-    const noopWhy = noopReason(input, anchored, await loadTokenCounter(), adapter);
-    if (noopWhy) return noop(noopWhy, input);
+    // C7, C8 (phases/replacement.ts).
+    const checked = await checkReplacement(input, result.items, adapter);
+    if (isEnding(checked)) return asOutcome(checked, input);
 
     // C9: Lambda cancels itself before commit when too little invocation time is left.
     if (remaining) {
@@ -192,8 +150,18 @@ export async function compactSession(
     }
     if (!fence.enterCommit()) return cancelled(input);
     try {
-      await scope.enterCommit();
-      return await commit(begun, anchored, adapter);
+      const started = now();
+      const committed = await commitReplacement(store, scope, ref, begun, req.mode, checked.anchored, adapter);
+      if (isEnding(committed)) return asOutcome(committed);
+      const { deferred, generation, ...rest } = committed;
+      return {
+        outcome: 'compressed',
+        ...rest,
+        warnings,
+        ...(deferred ? { deferred } : {}),
+        ...(generation !== undefined ? { generation } : {}),
+        commitMs: now() - started,
+      };
     } finally {
       fence.finishCommit();
     }
@@ -224,63 +192,10 @@ export async function compactSession(
     scope.keepAlive(refresher, new ActivityHeartbeat((label) => store.touchActivity(ref, label), deps.heartbeatIntervalMs));
   }
 
-  async function commit(begun: BegunAttempt, compacted: Item[], adapter: ReturnType<typeof adapterFor>): Promise<CompactionOutcome> {
-    const input = {
-      compacted,
-      tokenEstimates: compacted.map((it) => estimateItemTokens(it, adapter)),
-      activityLabel: ACTIVITY_LABELS.completed,
-    };
-    const started = now();
-    try {
-      if (req.mode === 'rotate') {
-        const r = await store.commitRotation(ref, begun, input);
-        scope.markCommitted();
-        const commitMs = now() - started;
-        return {
-          outcome: 'compressed',
-          mode: 'rotate',
-          sessionId: r.child.sessionId,
-          previousSessionId: ref.sessionId,
-          items: r.items,
-          warnings,
-          commitMs,
-          ...(r.child.conversationId !== undefined ? { conversationId: r.child.conversationId } : {}),
-        };
-      }
-      const r = await store.commitInPlace(ref, begun, input);
-      scope.markCommitted();
-      return {
-        outcome: 'compressed',
-        mode: 'in_place',
-        sessionId: ref.sessionId,
-        previousSessionId: ref.sessionId,
-        items: r.items,
-        warnings,
-        deferred: r.archive,
-        generation: r.session.generation,
-        commitMs: now() - started,
-        ...(r.session.conversationId !== undefined ? { conversationId: r.session.conversationId } : {}),
-      };
-    } catch (err) {
-      // L6 / C4: the store refused a stale or already-rotated commit; report the live session.
-      if (err instanceof RotationLostError || err instanceof SessionEndedError)
-        return skipped('adopted', err.liveSessionId ?? chainDeleted(ref.sessionId));
-      if (err instanceof FenceStaleError) return skipped('lease_lost', ref.sessionId);
-      // A6: an item the engine read was popped meanwhile; committing would bring it back.
-      if (err instanceof StaleSnapshotError) return skipped('stale', ref.sessionId);
-      throw err;
-    }
-  }
-
   async function noop(reason: NoopReason, input: readonly Item[]): Promise<CompactionOutcome> {
     return { outcome: 'noop', reason, sessionId: ref.sessionId, warnings, ...(await inputIfAsked(input)) };
   }
   async function cancelled(input: readonly Item[]): Promise<CompactionOutcome> {
     return { outcome: 'cancelled', sessionId: ref.sessionId, warnings, ...(await inputIfAsked(input)) };
   }
-}
-
-/** C4, C13: an ended session whose chain has no live tip (deleted) is never named as the one to continue on. */
-function chainDeleted(sessionId: string): never {
-  throw new ChainDeletedError(sessionId);
 }

@@ -42,6 +42,8 @@ export interface TryAcquireOptions {
   ttlMs: number;
   /** Who is asking (function name, request id...); the token adds a random nonce. */
   holder: string;
+  /** The Redis value to hold, when the caller made it (a held attempt's, derived from its secret: E8). */
+  token?: string;
 }
 
 export function newLeaseToken(holder: string): string {
@@ -103,7 +105,7 @@ export class SessionLease implements LeaseApi {
   async tryAcquire(sessionKey: string, opts: TryAcquireOptions): Promise<AcquireResult> {
     assertTtl(opts.ttlMs);
     const key = this.keyOf(sessionKey);
-    const token = newLeaseToken(opts.holder);
+    const token = opts.token ?? newLeaseToken(opts.holder);
     const started = this.now();
     const tally = await tallyAcquire(
       this.clients.map((client) => async () => voteOf(await client.set(key, token, 'PX', opts.ttlMs, 'NX', 'GET'))),

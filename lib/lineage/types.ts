@@ -23,6 +23,18 @@ export interface AttemptRecord {
   pendingChildId: string;
   /** Highest sequence in the snapshot; later items are the concurrent tail (SPEC I4). */
   watermark: number;
+  /** A held attempt (SPEC E1): the agent's engine runs between requests. */
+  held?: HeldInfo;
+}
+
+/** What a held attempt keeps on its record between the agent's requests (SPEC E1-E5). */
+export interface HeldInfo {
+  mode: 'in_place' | 'rotate';
+  ttlMs: number;
+  /** Epoch ms of the last "compaction started/in progress" mark (C5: at most one write per 10 s, E2). */
+  markedAt: number;
+  /** Epoch ms a commit claimed the attempt (an abort then answers commit_in_progress, E4). */
+  committing?: number;
 }
 
 export interface SessionRecord {
@@ -151,6 +163,8 @@ export interface BeginAttemptInput {
   leaseExpiresAt: number;
   /** Written with the attempt (C5 "compaction started"). */
   activityLabel: string;
+  /** A held attempt (E1): recorded with it. */
+  held?: HeldInfo;
 }
 
 export interface BegunAttempt {
@@ -169,6 +183,8 @@ export interface CommitInput {
   tokenEstimates: readonly number[];
   /** Written by the commit itself (C5 "compaction completed", P1). */
   activityLabel: string;
+  /** A held attempt's outcome row (E3), put in the commit's own transaction: a repeated commit replays it. */
+  record?: Record<string, unknown>;
 }
 
 export interface RotationCommitted {
@@ -185,6 +201,14 @@ export interface InPlaceCommitted {
   tailCarried: number;
   /** Archiving the replaced generation, left off the commit path (P3): run it in the background; the sweep runs it otherwise. */
   archive: StoreTask;
+}
+
+/** How a held attempt ended, kept for a repeated commit and for status reads (E3, E4). */
+export interface HeldOutcomeRecord {
+  /** committed: a commit request ended it (compressed or a no-op); lost: its lease was found lost. */
+  status: 'committed' | 'cancelled' | 'lost';
+  /** The answer the ending request gave (a compaction outcome view). */
+  answer: Record<string, unknown>;
 }
 
 export interface ExpiredAttempt {
@@ -299,6 +323,22 @@ export interface LineageStore {
   abandonAttempt(ref: SessionRef, attempt: AttemptRecord, opts?: { activityLabel?: string; commitStarted?: boolean }): Promise<void>;
   /** Moves the recorded lease expiry of a still-current attempt (after a lease refresh). False when it is gone. */
   extendAttempt(ref: SessionRef, attempt: AttemptRecord, leaseExpiresAt: number): Promise<boolean>;
+  /** Items 1..watermark of `generation`: a held attempt's snapshot, read again by its commit (E3). */
+  readRange(ref: SessionRef, generation: number, watermark: number): Promise<Item[]>;
+  /** E3: claims a held attempt for its commit, checked against its recorded holder; null when it is not ours. */
+  claimHeldCommit(ref: SessionRef, attemptId: string, holder: string): Promise<BegunAttempt | null>;
+  /** E2: the throttled "in progress" mark plus the recorded lease expiry; false when not due (or not ours). */
+  markHeldProgress(ref: SessionRef, attemptId: string, holder: string, leaseExpiresAt: number, cutoff: number): Promise<boolean>;
+  /** E4: clears a held attempt with its final mark and leaves its outcome row; an unclaimed-only end refuses during a commit. */
+  endHeldAttempt(
+    ref: SessionRef,
+    attemptId: string,
+    holder: string,
+    opts: { activityLabel: string; outcome: HeldOutcomeRecord; claimed: boolean },
+  ): Promise<boolean>;
+  /** The row a held commit writes in its own transaction (CommitInput.record). */
+  heldOutcomeRow(ref: SessionRef, attemptId: string, outcome: HeldOutcomeRecord): Record<string, unknown>;
+  readHeldOutcome(ref: SessionRef, attemptId: string): Promise<HeldOutcomeRecord | null>;
   /** Runs deferred work now (archive after an in-place commit); the sweep does it otherwise. */
   runTask(task: StoreTask): Promise<number>;
 

@@ -69,6 +69,7 @@ export class Attempts {
       startedAt: this.table.isoNow(),
       leaseExpiresAt: input.leaseExpiresAt,
       pendingChildId: randomUUID(),
+      ...(input.held ? { held: input.held } : {}),
     };
     // P1: a container that knows the record sends the snapshot read beside the begin, for the
     // items that record holds. The begin's old image decides whether the read is the snapshot.

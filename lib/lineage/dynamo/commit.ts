@@ -241,7 +241,12 @@ export class Commits {
     const { attempt } = begun;
     const parentPk = sessionPk(ref);
     let meta: MetaItem = metaFromBegun(begun);
-    let tail: StoredItem[] = [];
+    // A held attempt commits in a later request, conditioned on the record as it reads it then:
+    // whatever was appended past the snapshot since is the tail from the first round (I4).
+    let tail: StoredItem[] =
+      meta.lastSeq > attempt.watermark
+        ? (await this.table.queryRange(parentPk, meta.generation, attempt.watermark + 1, meta.lastSeq)).items
+        : [];
     let sealed = false;
     /** Rows written before the flip, under keys nobody reads until it lands. */
     let written = new Set<string>();
@@ -255,6 +260,7 @@ export class Commits {
         const stored = [...rows.heads, ...rows.parts];
         const tokens = encoded.reduce((sum, m) => sum + m.tokens, 0);
         const fixed = s.entries(meta, encoded.length, tokens, at, stored.length);
+        if (input.record) fixed.push(this.table.put(input.record));
         const inline = fixed.length + stored.length <= TRANSACTION_ENTRIES && rows.bytes <= this.table.transactionBytes;
         if (!inline) {
           // Too big for one transaction: the rows go first, under keys nobody reads until the flip.

@@ -21,6 +21,7 @@ import type {
   CreateResult,
   CreateSessionInput,
   ExpiredAttempt,
+  HeldOutcomeRecord,
   ForkReport,
   InPlaceCommitted,
   ItemPage,
@@ -38,6 +39,7 @@ import { Attempts } from './attempts.js';
 import { Commits } from './commit.js';
 import { Conversations } from './conversations.js';
 import { Forks } from './forks.js';
+import { HeldAttemptWrites } from './held.js';
 import { toSessionRecord } from './meta-row.js';
 import { metaKey, sessionPk } from './keys.js';
 import { chainOf, childKeysOf, liveTip } from './links.js';
@@ -60,6 +62,7 @@ export class DynamoLineageStore implements LineageStore {
   private readonly attempts: Attempts;
   private readonly commits: Commits;
   private readonly forks: Forks;
+  private readonly held: HeldAttemptWrites;
   private readonly conversations: Conversations;
   private readonly retention: number;
 
@@ -68,6 +71,7 @@ export class DynamoLineageStore implements LineageStore {
     this.sessions = new Sessions(this.table, opts.idempotencyTtlSeconds);
     this.attempts = new Attempts(this.table);
     this.commits = new Commits(this.table, this.attempts);
+    this.held = new HeldAttemptWrites(this.table);
     this.forks = new Forks(this.table);
     this.conversations = new Conversations(this.table, this.sessions);
     this.retention = opts.archiveRetentionSeconds ?? DEFAULT_ARCHIVE_RETENTION_S;
@@ -160,6 +164,29 @@ export class DynamoLineageStore implements LineageStore {
     await this.attempts.clear(ref, attempt, opts.activityLabel);
     // Only a commit writes items before its flip; the attempt record is gone now, so no late commit can use them.
     if (opts.commitStarted) await this.attempts.removeLeftovers(ref, attempt);
+  }
+  readRange(ref: SessionRef, generation: number, watermark: number): Promise<Item[]> {
+    return this.table.readItems(sessionPk(ref), generation, 1, watermark);
+  }
+  claimHeldCommit(ref: SessionRef, attemptId: string, holder: string): Promise<BegunAttempt | null> {
+    return this.held.claimCommit(ref, attemptId, holder);
+  }
+  markHeldProgress(ref: SessionRef, attemptId: string, holder: string, leaseExpiresAt: number, cutoff: number): Promise<boolean> {
+    return this.held.markProgress(ref, attemptId, holder, 'compaction in progress', leaseExpiresAt, cutoff);
+  }
+  endHeldAttempt(
+    ref: SessionRef,
+    attemptId: string,
+    holder: string,
+    opts: { activityLabel: string; outcome: HeldOutcomeRecord; claimed: boolean },
+  ): Promise<boolean> {
+    return this.held.end(ref, attemptId, holder, opts.activityLabel, this.held.outcomeRow(ref, attemptId, opts.outcome), opts.claimed);
+  }
+  heldOutcomeRow(ref: SessionRef, attemptId: string, outcome: HeldOutcomeRecord): Record<string, unknown> {
+    return this.held.outcomeRow(ref, attemptId, outcome);
+  }
+  readHeldOutcome(ref: SessionRef, attemptId: string): Promise<HeldOutcomeRecord | null> {
+    return this.held.readOutcome(ref, attemptId);
   }
   extendAttempt(ref: SessionRef, attempt: AttemptRecord, leaseExpiresAt: number): Promise<boolean> {
     return this.attempts.extend(ref, attempt, leaseExpiresAt);

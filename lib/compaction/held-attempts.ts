@@ -1,0 +1,428 @@
+// Held compaction attempts (SPEC E1-E8): the agent compacts with its own model between a begin
+// and a commit sent in later requests, under the service's lease and fence. The second driver of
+// the phases in ./phases/ (compact-session.ts is the first): the same begin, ownership check,
+// C7/C8 checks and fenced commit, with the agent's engine in between.
+//
+// Nothing lives in a container between requests: the attempt id names the session, the store's
+// attempt and its snapshot (generation, watermark); the lease token is a secret whose digest is
+// the Redis value and the recorded holder (E8), so every token check is the lease's own L3 check
+// or the store's condition on the holder, and neither the loser's answer nor the record shows it.
+import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
+import { DEFAULT_LEASE_TTL_MS } from '../config.js';
+import { errorFields, ServiceError, type ErrorCode } from '../errors.js';
+import { LEASE_UNAVAILABLE_MESSAGE } from '../lease/errors.js';
+import { adapterFor } from '../items/adapters.js';
+import type { Item, ItemFormat } from '../items/types.js';
+import { defaultRefreshInterval, type Lease, type LeaseApi } from '../lease/index.js';
+import type { HeldOutcomeRecord, LineageStore } from '../lineage/types.js';
+import { silentLogger, type Logger } from '../logger.js';
+import { sessionKey, type SessionRef } from '../session-ref.js';
+import { AttemptScope } from './attempt-scope.js';
+import {
+  acquireLease,
+  beginUnderLease,
+  checkReplacement,
+  commitReplacement,
+  inPlaceGeneration,
+  isEnding,
+  reviewEnding,
+  type Ending,
+} from './phases/index.js';
+import { ACTIVITY_LABELS, type CompactionMode, type CompactionOrigin } from './types.js';
+
+/** E2: "compaction in progress" reaches the store at most this often per attempt. */
+export const HELD_MARK_EVERY_MS = 10_000;
+
+export interface HeldAttemptDeps {
+  lease: LeaseApi;
+  store: LineageStore;
+  logger?: Logger;
+  /** Default lease TTL of a begin that names none. */
+  leaseTtlMs?: number;
+  /** E2 throttle of the "in progress" mark (tests shorten it). */
+  markEveryMs?: number;
+  now?: () => number;
+}
+
+/** What an attempt id carries (base64url JSON): enough to act on it with no read first. */
+interface AttemptKey {
+  sessionId: string;
+  /** The store's attempt id (the record's attemptId). */
+  id: string;
+  fence: number;
+  generation: number;
+  watermark: number;
+  ttlMs: number;
+  mode: CompactionMode;
+  format: ItemFormat;
+}
+
+export type HeldStatus = 'running' | 'committed' | 'cancelled' | 'expired' | 'lost';
+
+/** A public view of an attempt: never the token (E8). */
+export interface AttemptView {
+  attemptId: string;
+  sessionId: string;
+  mode: CompactionMode;
+  fence: number;
+  throughSeq: number;
+  ttlMs: number;
+  heartbeatIntervalMs: number;
+  expiresAt?: string;
+  status?: HeldStatus;
+  outcome?: Record<string, unknown>;
+}
+
+export type BeginAnswer =
+  | { outcome: 'started'; attempt: AttemptView & { leaseToken: string }; messages: Item[] }
+  | { outcome: 'skipped'; reason: string; sessionId: string; holder?: string | null }
+  | { outcome: 'noop'; reason: string; sessionId: string }
+  | { outcome: 'disabled'; reason: 'review_origin'; sessionId: string };
+
+/** Why a request about an attempt was refused; the API maps each to its status (404, 403, 409, 503). */
+export type HeldRefusal = 'not_found' | 'token_invalid' | 'lease_lost' | 'committed' | 'commit_in_progress' | 'lease_unavailable';
+
+const REFUSALS: Record<HeldRefusal, { status: number; code: ErrorCode; message: string }> = {
+  not_found: { status: 404, code: 'not_found', message: 'compaction attempt not found' },
+  token_invalid: { status: 403, code: 'lease_token_invalid', message: 'the Lease-Token does not hold this attempt' },
+  lease_lost: { status: 409, code: 'lease_lost', message: 'the attempt lost its lease; it can never commit' },
+  committed: { status: 409, code: 'committed', message: 'the attempt was committed' },
+  commit_in_progress: { status: 409, code: 'commit_in_progress', message: 'the attempt is committing' },
+  lease_unavailable: { status: 503, code: 'lease_unavailable', message: LEASE_UNAVAILABLE_MESSAGE },
+};
+
+/** A request about an attempt that is not the caller's to make now (E2-E5, E8), answered as its status says. */
+export class HeldAttemptRefused extends ServiceError {
+  override readonly name = 'HeldAttemptRefused';
+  constructor(
+    readonly refusal: HeldRefusal,
+    readonly attemptId: string,
+  ) {
+    const r = REFUSALS[refusal];
+    super(r.message, { status: r.status, code: r.code, retryable: r.status === 503 });
+  }
+}
+
+/** The Redis value and recorded holder of a token: its digest, so neither shows the secret (E8). */
+export function leaseValueOf(token: string): string {
+  return `held:${createHash('sha256').update(token).digest('base64url')}`;
+}
+
+export function encodeAttemptId(k: AttemptKey): string {
+  return Buffer.from(JSON.stringify([k.sessionId, k.id, k.fence, k.generation, k.watermark, k.ttlMs, k.mode, k.format])).toString(
+    'base64url',
+  );
+}
+
+export function decodeAttemptId(attemptId: string): AttemptKey | null {
+  try {
+    const a = JSON.parse(Buffer.from(attemptId, 'base64url').toString('utf8')) as unknown;
+    if (!Array.isArray(a) || a.length !== 8) return null;
+    const [sessionId, id, fence, generation, watermark, ttlMs, mode, format] = a as unknown[];
+    const ints = [fence, generation, watermark, ttlMs].every((n) => Number.isInteger(n) && (n as number) >= 0);
+    if (typeof sessionId !== 'string' || typeof id !== 'string' || !ints) return null;
+    if ((mode !== 'in_place' && mode !== 'rotate') || (format !== 'chat' && format !== 'responses')) return null;
+    return {
+      sessionId,
+      id,
+      fence: fence as number,
+      generation: generation as number,
+      watermark: watermark as number,
+      ttlMs: ttlMs as number,
+      mode,
+      format,
+    };
+  } catch {
+    return null;
+  }
+}
+
+function sameText(a: string, b: string): boolean {
+  const x = Buffer.from(a);
+  const y = Buffer.from(b);
+  return x.length === y.length && timingSafeEqual(x, y);
+}
+
+function endingAnswer(e: Ending, sessionId: string): Record<string, unknown> {
+  switch (e.ended) {
+    case 'skipped':
+      return { outcome: 'skipped', reason: e.reason, sessionId: e.sessionId, ...(e.holder !== undefined ? { holder: e.holder } : {}) };
+    case 'noop':
+      return { outcome: 'noop', reason: e.reason, sessionId };
+    case 'disabled':
+      return { outcome: 'disabled', reason: 'review_origin', sessionId: e.sessionId };
+  }
+}
+
+export class HeldAttempts {
+  readonly #log: Logger;
+  readonly #now: () => number;
+  readonly #markEveryMs: number;
+  /** Last "in progress" mark per attempt this container sent or saw (E2: a skipped mark costs no call). */
+  readonly #marked = new Map<string, number>();
+
+  constructor(private readonly deps: HeldAttemptDeps) {
+    this.#log = deps.logger ?? silentLogger;
+    this.#now = deps.now ?? Date.now;
+    this.#markEveryMs = deps.markEveryMs ?? HELD_MARK_EVERY_MS;
+  }
+
+  private get phase() {
+    return { lease: this.deps.lease, store: this.deps.store, log: this.#log };
+  }
+
+  /** E1: lease (one Redis round), begin (fence, record, "started"), ownership check beside the snapshot read. */
+  async begin(ref: SessionRef, req: { mode: CompactionMode; origin: CompactionOrigin; ttlMs?: number }): Promise<BeginAnswer> {
+    // C13: a review fork takes no lease.
+    if (req.origin === 'review') {
+      const e = await reviewEnding(this.deps.store, ref);
+      return { outcome: 'disabled', reason: 'review_origin', sessionId: e.ended === 'disabled' ? e.sessionId : ref.sessionId };
+    }
+    const ttlMs = req.ttlMs ?? this.deps.leaseTtlMs ?? DEFAULT_LEASE_TTL_MS;
+    const token = randomBytes(32).toString('base64url');
+    const won = await acquireLease(this.phase, ref, { ttlMs, holder: 'held', token: leaseValueOf(token) });
+    if (isEnding(won)) return endingAnswer(won, ref.sessionId) as BeginAnswer;
+    const { scope } = won;
+    let keep = false;
+    try {
+      const at = this.#now();
+      const opened = await beginUnderLease(this.phase, scope, ref, { ttlMs, held: { mode: req.mode, ttlMs, markedAt: at } });
+      if (isEnding(opened)) return endingAnswer(opened, ref.sessionId) as BeginAnswer;
+      const { begun, snapshot, ownership } = opened;
+      if (snapshot.length === 0) return { outcome: 'noop', reason: 'nothing_to_compact', sessionId: ref.sessionId };
+      const owned = await ownership;
+      const attemptId = encodeAttemptId({
+        sessionId: ref.sessionId,
+        id: begun.attempt.attemptId,
+        fence: begun.attempt.fence,
+        generation: begun.session.generation,
+        watermark: begun.attempt.watermark,
+        ttlMs,
+        mode: req.mode,
+        format: begun.session.format,
+      });
+      this.#marked.set(attemptId, at);
+      keep = true;
+      return {
+        outcome: 'started',
+        attempt: {
+          attemptId,
+          leaseToken: token,
+          sessionId: ref.sessionId,
+          mode: req.mode,
+          fence: begun.attempt.fence,
+          throughSeq: begun.attempt.watermark,
+          ttlMs,
+          heartbeatIntervalMs: defaultRefreshInterval(ttlMs),
+          expiresAt: new Date(owned.refreshed ? owned.expiresAt : won.lease.expiresAt).toISOString(),
+        },
+        messages: snapshot,
+      };
+    } finally {
+      // Started: the lease and the record stay the agent's until its commit, abort or expiry (E5).
+      if (!keep) await scope.close(false);
+    }
+  }
+
+  /** E2: a token-checked quorum extend; "in progress" reaches the store at most once per markEveryMs. */
+  async heartbeat(ref: SessionRef, attemptId: string, token: string): Promise<AttemptView> {
+    const k = this.keyOf(ref, attemptId);
+    const holder = leaseValueOf(token);
+    const r = await this.deps.lease.refresh(this.leaseOf(ref, holder, k), k.ttlMs);
+    if (!r.refreshed) {
+      if (r.reason === 'no_quorum') throw new HeldAttemptRefused('lease_unavailable', attemptId);
+      throw new HeldAttemptRefused(await this.whyNotOurs(ref, k, attemptId, holder, true), attemptId);
+    }
+    const now = this.#now();
+    const last = this.#marked.get(attemptId) ?? 0;
+    if (now - last >= this.#markEveryMs) {
+      this.#marked.set(attemptId, now);
+      // Best effort (C5): a failing mark never affects the attempt.
+      await this.deps.store
+        .markHeldProgress(ref, k.id, holder, r.expiresAt, now - this.#markEveryMs)
+        .catch((err: unknown) => this.#log.warn('held attempt: in-progress mark failed', { error: errorFields(err) }));
+    }
+    return { ...this.viewOf(attemptId, k), status: 'running', expiresAt: new Date(r.expiresAt).toISOString() };
+  }
+
+  /**
+   * E3: the same fenced commit as the service engine's. A 400 (validation) happens before this is
+   * called and leaves the attempt running; from the claim on, the attempt ends here, whatever the
+   * outcome, and the lease is released in `finally` (I3).
+   */
+  async commit(ref: SessionRef, attemptId: string, token: string, replacement: Item[]): Promise<Record<string, unknown>> {
+    const k = this.keyOf(ref, attemptId);
+    const holder = leaseValueOf(token);
+    const { store, lease: leaseApi } = this.deps;
+    const lease = this.leaseOf(ref, holder, k);
+    const reading = store.readRange(ref, k.generation, k.watermark);
+    reading.catch(() => undefined);
+    // The claim (token-checked by the recorded holder), the ownership check and the snapshot, side by side.
+    const [begun, owned] = await Promise.all([store.claimHeldCommit(ref, k.id, holder), leaseApi.refresh(lease, k.ttlMs)]);
+    // Not ours to commit (ended, under way, wrong token): the extend above changed nothing that matters.
+    if (!begun) return this.afterEnd(ref, k, attemptId, holder);
+    const scope = new AttemptScope(lease, this.phase, ref);
+    scope.began(begun.attempt);
+    this.#marked.delete(attemptId);
+    let failed = true;
+    try {
+      const answer = await this.commitClaimed(ref, k, attemptId, holder, scope, begun, owned, await reading, replacement);
+      failed = false;
+      return answer;
+    } finally {
+      await scope.close(failed);
+    }
+  }
+
+  private async commitClaimed(
+    ref: SessionRef,
+    k: AttemptKey,
+    attemptId: string,
+    holder: string,
+    scope: AttemptScope,
+    begun: NonNullable<Awaited<ReturnType<LineageStore['claimHeldCommit']>>>,
+    owned: Awaited<ReturnType<LeaseApi['refresh']>>,
+    snapshot: Item[],
+    replacement: Item[],
+  ): Promise<Record<string, unknown>> {
+    const { store } = this.deps;
+    const end = async (answer: Record<string, unknown>, status: HeldOutcomeRecord['status'], label: string) => {
+      await store.endHeldAttempt(ref, k.id, holder, { activityLabel: label, outcome: { status, answer }, claimed: true });
+      return answer;
+    };
+    // L6: a lease no longer ours never commits (E2), whatever the fence would say.
+    if (!owned.refreshed) {
+      const answer = {
+        outcome: 'skipped',
+        reason: owned.reason === 'no_quorum' ? 'lease_unavailable' : 'lease_lost',
+        sessionId: ref.sessionId,
+      };
+      return end(answer, 'lost', ACTIVITY_LABELS.failed);
+    }
+    const adapter = adapterFor(k.format);
+    const checked = await checkReplacement(snapshot, replacement, adapter);
+    if (isEnding(checked)) return end(endingAnswer(checked, ref.sessionId), 'committed', ACTIVITY_LABELS.completed);
+    const first =
+      k.mode === 'rotate'
+        ? { outcome: 'compressed', mode: 'rotate', sessionId: begun.attempt.pendingChildId, previousSessionId: ref.sessionId }
+        : {
+            outcome: 'compressed',
+            mode: 'in_place',
+            sessionId: ref.sessionId,
+            previousSessionId: ref.sessionId,
+            generation: inPlaceGeneration(begun),
+          };
+    const record = store.heldOutcomeRow(ref, k.id, { status: 'committed', answer: { ...first, warnings: [] } });
+    const committed = await commitReplacement(store, scope, ref, begun, k.mode, checked.anchored, adapter, record);
+    if (isEnding(committed)) return endingAnswer(committed, ref.sessionId);
+    if (committed.deferred) {
+      const task = committed.deferred;
+      store
+        .runTask(task)
+        .catch((err: unknown) => this.#log.warn('deferred archive failed; the sweep will run it', { error: errorFields(err) }));
+    }
+    void attemptId;
+    return {
+      ...first,
+      sessionId: committed.sessionId,
+      ...(committed.conversationId !== undefined ? { conversationId: committed.conversationId } : {}),
+      warnings: [],
+      items: committed.items,
+    };
+  }
+
+  /** E4: the agent's `finally`. Token-checked release, "compaction failed", nothing else written. */
+  async abort(ref: SessionRef, attemptId: string, token: string): Promise<Record<string, unknown>> {
+    const k = this.keyOf(ref, attemptId);
+    const holder = leaseValueOf(token);
+    const answer = { outcome: 'skipped', reason: 'cancelled', sessionId: ref.sessionId };
+    const ended = await this.deps.store.endHeldAttempt(ref, k.id, holder, {
+      activityLabel: ACTIVITY_LABELS.failed,
+      outcome: { status: 'cancelled', answer },
+      claimed: false,
+    });
+    if (!ended) {
+      const prior = await this.deps.store.readHeldOutcome(ref, k.id);
+      if (prior?.status === 'committed') throw new HeldAttemptRefused('committed', attemptId);
+      if (!prior) {
+        const why = await this.whyNotOurs(ref, k, attemptId, holder, false);
+        if (why !== 'lease_lost') throw new HeldAttemptRefused(why, attemptId);
+      }
+    }
+    this.#marked.delete(attemptId);
+    await this.deps.lease.release(this.leaseOf(ref, holder, k)).catch((err: unknown) => {
+      this.#log.warn('held attempt: lease release failed; it expires with its TTL', { error: errorFields(err) });
+    });
+    return answer;
+  }
+
+  /** The attempt as it stands, without its token (E8). */
+  async status(ref: SessionRef, attemptId: string): Promise<AttemptView> {
+    const k = this.keyOf(ref, attemptId);
+    const [session, prior] = await Promise.all([this.deps.store.getSession(ref), this.deps.store.readHeldOutcome(ref, k.id)]);
+    const view = this.viewOf(attemptId, k);
+    if (prior) return { ...view, status: prior.status, outcome: prior.answer };
+    if (!session || k.fence > (session.fence ?? 0)) throw new HeldAttemptRefused('not_found', attemptId);
+    const current = session.attempt;
+    if (current?.attemptId === k.id) {
+      const expired = current.leaseExpiresAt < this.#now() && !(await this.deps.lease.holderOf(sessionKey(ref)).catch(() => null));
+      return { ...view, status: expired ? 'expired' : 'running', expiresAt: new Date(current.leaseExpiresAt).toISOString() };
+    }
+    return { ...view, status: (session.fence ?? 0) > k.fence ? 'lost' : 'expired' };
+  }
+
+  /** A commit whose claim was refused: a repeat replays the first outcome (E3); else why it is not ours. */
+  private async afterEnd(ref: SessionRef, k: AttemptKey, attemptId: string, holder: string): Promise<Record<string, unknown>> {
+    const prior = await this.deps.store.readHeldOutcome(ref, k.id);
+    if (prior && prior.status !== 'cancelled') return prior.answer;
+    if (prior) return { outcome: 'skipped', reason: 'cancelled', sessionId: ref.sessionId };
+    throw new HeldAttemptRefused(await this.whyNotOurs(ref, k, attemptId, holder, false), attemptId);
+  }
+
+  /** Reads the record to tell an unknown attempt (404), a wrong token (403), a commit under way and a lost lease apart. */
+  private async whyNotOurs(ref: SessionRef, k: AttemptKey, attemptId: string, holder: string, endIfLost: boolean): Promise<HeldRefusal> {
+    const [session, prior] = await Promise.all([this.deps.store.getSession(ref), this.deps.store.readHeldOutcome(ref, k.id)]);
+    if (prior?.status === 'committed') return 'committed';
+    if (prior) return 'lease_lost';
+    if (!session || k.fence > (session.fence ?? 0)) return 'not_found';
+    const current = session.attempt;
+    if (current?.attemptId !== k.id) return 'lease_lost';
+    if (!sameText(current.holder, holder)) return 'token_invalid';
+    if (current.held?.committing !== undefined) return 'commit_in_progress';
+    // Our token, our record, and the lease is not ours: lost. That attempt never commits (E2).
+    if (endIfLost) {
+      const answer = { outcome: 'skipped', reason: 'lease_lost', sessionId: ref.sessionId };
+      await this.deps.store
+        .endHeldAttempt(ref, k.id, holder, { activityLabel: ACTIVITY_LABELS.failed, outcome: { status: 'lost', answer }, claimed: false })
+        .catch((err: unknown) => this.#log.warn('held attempt: could not end a lost attempt; the sweep will', { error: errorFields(err) }));
+    }
+    return 'lease_lost';
+  }
+
+  private keyOf(ref: SessionRef, attemptId: string): AttemptKey {
+    const k = decodeAttemptId(attemptId);
+    if (!k || k.sessionId !== ref.sessionId) throw new HeldAttemptRefused('not_found', attemptId);
+    return k;
+  }
+
+  private leaseOf(ref: SessionRef, holder: string, k: AttemptKey): Lease {
+    return { sessionKey: sessionKey(ref), token: holder, expiresAt: 0, ttlMs: k.ttlMs };
+  }
+
+  private viewOf(attemptId: string, k: AttemptKey): AttemptView {
+    return {
+      attemptId,
+      sessionId: k.sessionId,
+      mode: k.mode,
+      fence: k.fence,
+      throughSeq: k.watermark,
+      ttlMs: k.ttlMs,
+      heartbeatIntervalMs: defaultRefreshInterval(k.ttlMs),
+    };
+  }
+}
+
+/** The session an attempt id names (conversation routes act on the attempt's own session). */
+export function sessionOfAttempt(attemptId: string): string | null {
+  return decodeAttemptId(attemptId)?.sessionId ?? null;
+}

@@ -1,0 +1,77 @@
+// Phase 3, shared by both drivers: the fenced commit (C10 rotation, C11 in place, I4 tail carried,
+// L6) and what the store's refusals mean as outcomes (C4 adopted, L6 lease_lost, A6 stale).
+import { estimateItemTokens } from '../../items/tokens.js';
+import type { FormatAdapter, Item } from '../../items/types.js';
+import { FenceStaleError, RotationLostError, SessionEndedError, StaleSnapshotError } from '../../lineage/errors.js';
+import type { BegunAttempt, LineageStore, StoreTask } from '../../lineage/types.js';
+import type { SessionRef } from '../../session-ref.js';
+import type { AttemptScope } from '../attempt-scope.js';
+import { ACTIVITY_LABELS, type CompactionMode } from '../types.js';
+import { chainDeleted, type Ending } from './open.js';
+
+export interface Committed {
+  mode: CompactionMode;
+  sessionId: string;
+  previousSessionId: string;
+  items: Item[];
+  deferred?: StoreTask;
+  generation?: number;
+  conversationId?: string;
+}
+
+/** The generation an in-place commit of `begun` makes active (numbered by fence, see attempts.ts). */
+export function inPlaceGeneration(begun: BegunAttempt): number {
+  return begun.attempt.fence > begun.session.generation ? begun.attempt.fence : begun.session.generation + 1;
+}
+
+export async function commitReplacement(
+  store: LineageStore,
+  scope: AttemptScope,
+  ref: SessionRef,
+  begun: BegunAttempt,
+  mode: CompactionMode,
+  compacted: Item[],
+  adapter: FormatAdapter,
+  /** A row written in the commit's own transaction (a held attempt's outcome, so a repeat replays it). */
+  record?: Record<string, unknown>,
+): Promise<Committed | Ending> {
+  const input = {
+    compacted,
+    tokenEstimates: compacted.map((it) => estimateItemTokens(it, adapter)),
+    activityLabel: ACTIVITY_LABELS.completed,
+    ...(record ? { record } : {}),
+  };
+  await scope.enterCommit();
+  try {
+    if (mode === 'rotate') {
+      const r = await store.commitRotation(ref, begun, input);
+      scope.markCommitted();
+      return {
+        mode: 'rotate',
+        sessionId: r.child.sessionId,
+        previousSessionId: ref.sessionId,
+        items: r.items,
+        ...(r.child.conversationId !== undefined ? { conversationId: r.child.conversationId } : {}),
+      };
+    }
+    const r = await store.commitInPlace(ref, begun, input);
+    scope.markCommitted();
+    return {
+      mode: 'in_place',
+      sessionId: ref.sessionId,
+      previousSessionId: ref.sessionId,
+      items: r.items,
+      deferred: r.archive,
+      generation: r.session.generation,
+      ...(r.session.conversationId !== undefined ? { conversationId: r.session.conversationId } : {}),
+    };
+  } catch (err) {
+    // L6 / C4: the store refused a stale or already-rotated commit; report the live session.
+    if (err instanceof RotationLostError || err instanceof SessionEndedError)
+      return { ended: 'skipped', reason: 'adopted', sessionId: err.liveSessionId ?? chainDeleted(ref.sessionId) };
+    if (err instanceof FenceStaleError) return { ended: 'skipped', reason: 'lease_lost', sessionId: ref.sessionId };
+    // A6: an item of the snapshot was popped meanwhile; committing would bring it back.
+    if (err instanceof StaleSnapshotError) return { ended: 'skipped', reason: 'stale', sessionId: ref.sessionId };
+    throw err;
+  }
+}

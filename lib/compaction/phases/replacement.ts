@@ -1,0 +1,19 @@
+// Phase 2, shared by both drivers: is a replacement for the snapshot worth writing? C7 on the raw
+// result, then the human anchor (C8), then C7 again: restoring the anchor can rebuild the input.
+import { loadTokenCounter } from '../../items/tokens.js';
+import type { FormatAdapter, Item } from '../../items/types.js';
+import { restoreHumanAnchor } from '../human-anchor.js';
+import { noopReason } from '../result-check.js';
+import type { Ending } from './open.js';
+
+export async function checkReplacement(
+  snapshot: readonly Item[],
+  replacement: readonly Item[],
+  adapter: FormatAdapter,
+): Promise<{ anchored: Item[] } | Ending> {
+  if (replacement.length === 0) return { ended: 'noop', reason: 'empty_result' };
+  const anchored = restoreHumanAnchor(replacement, snapshot, adapter).items;
+  const why = noopReason(snapshot, anchored, await loadTokenCounter(), adapter);
+  if (why) return { ended: 'noop', reason: why };
+  return { anchored };
+}

@@ -1,0 +1,121 @@
+// A held attempt's own writes (SPEC E1-E5): the agent's engine runs between requests, so what a
+// single process keeps in memory for the service's engine lives on the attempt record here: the
+// commit's claim (an abort during it answers commit_in_progress), the throttled "in progress"
+// mark, and an outcome row a repeated commit or a status read answers from.
+import type { SessionRef } from '../../session-ref.js';
+import type { BegunAttempt, HeldOutcomeRecord } from '../types.js';
+import { ATTEMPT_ATTRS } from './attempts.js';
+import { toSessionRecord, withDefaults, type StoredMeta } from './meta-row.js';
+import { sessionPk } from './keys.js';
+import { isConditionFailure } from './retry.js';
+import type { Table } from './table.js';
+
+/** Outcome rows are kept this long: a lost answer is retried within it (like an Idempotency-Key, A3). */
+const OUTCOME_RETENTION_S = 24 * 3600;
+const HELD_PREFIX = 'HELD#';
+
+const OURS = '#attempt.#attemptId = :aid AND #attempt.#holder = :holder AND attribute_exists(#attempt.#held)';
+const NOT_CLAIMED = 'attribute_not_exists(#attempt.#held.#committing)';
+
+export function heldOutcomeKey(ref: SessionRef, attemptId: string): { pk: string; sk: string } {
+  return { pk: sessionPk(ref), sk: `${HELD_PREFIX}${attemptId}` };
+}
+
+export class HeldAttemptWrites {
+  constructor(private readonly table: Table) {}
+
+  /** The row a held attempt's ending leaves behind (put by the caller, or inside the commit's transaction). */
+  outcomeRow(ref: SessionRef, attemptId: string, outcome: HeldOutcomeRecord): Record<string, unknown> {
+    return {
+      ...heldOutcomeKey(ref, attemptId),
+      kind: 'held-outcome',
+      outcome: JSON.stringify(outcome),
+      expiresAt: Math.floor(this.table.now() / 1000) + OUTCOME_RETENTION_S,
+    };
+  }
+
+  async readOutcome(ref: SessionRef, attemptId: string): Promise<HeldOutcomeRecord | null> {
+    const row = await this.table.getItem<{ outcome?: string; expiresAt?: number }>(heldOutcomeKey(ref, attemptId));
+    if (!row?.outcome || (row.expiresAt ?? 0) * 1000 <= this.table.now()) return null;
+    return JSON.parse(row.outcome) as HeldOutcomeRecord;
+  }
+
+  /** E3: claims the attempt for its commit (token-checked by the recorded holder); null when it is not ours to commit. */
+  async claimCommit(ref: SessionRef, attemptId: string, holder: string): Promise<BegunAttempt | null> {
+    try {
+      const out = await this.table.update(
+        'claim held commit',
+        ref,
+        { update: 'SET #attempt.#held.#committing = :now', condition: `${OURS} AND ${NOT_CLAIMED}` },
+        { ':aid': attemptId, ':holder': holder, ':now': this.table.now() },
+        'ALL_NEW',
+      );
+      const meta = withDefaults(out.Attributes as StoredMeta);
+      if (!meta.attempt) return null;
+      const { stale: _stale, ...attempt } = meta.attempt;
+      return { attempt, session: toSessionRecord(meta), version: meta.version };
+    } catch (err) {
+      if (isConditionFailure(err)) return null;
+      throw err;
+    }
+  }
+
+  /**
+   * E2/C5: the "in progress" mark and the recorded lease expiry, in one update, only when the last
+   * mark is older than `cutoff` (at most one write per 10 s, whichever container sends it).
+   */
+  markProgress(
+    ref: SessionRef,
+    attemptId: string,
+    holder: string,
+    label: string,
+    leaseExpiresAt: number,
+    cutoff: number,
+  ): Promise<boolean> {
+    return this.table.updateIf(
+      'mark held attempt',
+      ref,
+      {
+        update: 'SET #lastActivity = :mark, #leaseExpiresAt = :exp, #attempt.#leaseExpiresAt = :exp, #attempt.#held.#markedAt = :now',
+        condition: `${OURS} AND ${NOT_CLAIMED} AND #attempt.#held.#markedAt <= :cutoff`,
+      },
+      {
+        ':aid': attemptId,
+        ':holder': holder,
+        ':mark': { label, at: this.table.isoNow() },
+        ':exp': leaseExpiresAt,
+        ':now': this.table.now(),
+        ':cutoff': cutoff,
+      },
+    );
+  }
+
+  /**
+   * Ends a held attempt that did not commit (E4 abort, or a commit that ended without writing):
+   * clears it with its final mark and leaves its outcome row, in one transaction. An abort
+   * (`claimed` false) is refused while a commit holds the claim. False when it was not ours to end.
+   */
+  async end(
+    ref: SessionRef,
+    attemptId: string,
+    holder: string,
+    label: string,
+    row: Record<string, unknown>,
+    claimed: boolean,
+  ): Promise<boolean> {
+    try {
+      await this.table.transact('end held attempt', [
+        this.table.metaUpdate(
+          ref,
+          { update: `SET #lastActivity = :mark REMOVE ${ATTEMPT_ATTRS}`, condition: claimed ? OURS : `${OURS} AND ${NOT_CLAIMED}` },
+          { ':aid': attemptId, ':holder': holder, ':mark': { label, at: this.table.isoNow() } },
+        ),
+        this.table.put(row),
+      ]);
+      return true;
+    } catch (err) {
+      if (isConditionFailure(err)) return false;
+      throw err;
+    }
+  }
+}
