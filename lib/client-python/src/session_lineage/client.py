@@ -1,0 +1,417 @@
+"""LineageClient: one method per route of functions/openapi.json, plus the held compactions (issue 29).
+
+JSON values are returned as the service sends them (``dict``/``list``, camelCase keys as in the
+OpenAPI document); the client adds retries, idempotency keys and typed errors (errors.py).
+"""
+
+from __future__ import annotations
+
+import urllib.parse
+import uuid
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Callable, Iterator, Literal, Sequence
+
+from ._transport import Response, RetryPolicy, Safety, Transport, encode_json
+from .errors import ConflictError, LineageError, NotFoundError
+
+if TYPE_CHECKING:
+    from .conversation import Conversation
+
+JSON = dict[str, Any]
+Item = dict[str, Any]
+Mode = Literal["in_place", "rotate"]
+Origin = Literal["turn", "review", "manual"]
+
+#: The latest-N read takes at most this many (the document's maximum).
+MAX_TAIL = 1000
+
+
+def new_idempotency_key() -> str:
+    """A key no other request will use: 122 random bits."""
+    return f"lsp-{uuid.uuid4()}"
+
+
+def _q(value: str) -> str:
+    return urllib.parse.quote(value, safe="")
+
+
+@dataclass(frozen=True)
+class AppendResult:
+    #: The session the items landed on (the live one, for a conversation).
+    session_id: str
+    session: JSON
+    appended: int
+    #: The service answered with the stored first response to this key: the items landed earlier, once.
+    replayed: bool
+    idempotency_key: str
+
+
+@dataclass
+class HeldAttempt:
+    """A held compaction attempt as the begin answered it. ``lease_token`` is a secret: it is never logged
+    and never shown in ``repr``."""
+
+    attempt_id: str
+    lease_token: str = field(repr=False)
+    session_id: str
+    mode: str
+    fence: Any
+    through_seq: Any
+    expires_at: str | None
+    ttl_ms: int | None
+    heartbeat_interval_ms: int | None
+    #: The compactions path it was begun under (``/conversations/{id}/compactions`` or ``/sessions/{id}/compactions``).
+    base_path: str
+
+    @property
+    def path(self) -> str:
+        return f"{self.base_path}/{_q(self.attempt_id)}"
+
+
+@dataclass(frozen=True)
+class BeginResult:
+    """``outcome`` ``started`` (this caller holds the lease: ``attempt`` and the snapshot ``messages``),
+    ``skipped`` (``reason`` ``locked``; ``holder``) or ``disabled`` (origin review)."""
+
+    outcome: str
+    reason: str | None
+    attempt: HeldAttempt | None
+    messages: list[Item] | None
+    holder: str | None
+    body: JSON
+
+    @property
+    def started(self) -> bool:
+        return self.outcome == "started" and self.attempt is not None
+
+
+class LineageClient:
+    """``LineageClient(base_url, api_key, *, timeout_s=30, max_retries=3)``.
+
+    Every append and create carries an ``Idempotency-Key`` (generated unless given); every retry
+    sends the same key and the same bytes. Retries: network errors, timeouts, 5xx and 429/503
+    ``Retry-After`` for requests that are safe to repeat; ``pop``, an in-place ``compress`` and a
+    compaction begin only when the service said nothing was applied.
+    """
+
+    def __init__(self, base_url: str, api_key: str, *, timeout_s: float = 30, max_retries: int = 3) -> None:
+        self._t = Transport(base_url, api_key, timeout_s=timeout_s, policy=RetryPolicy(max_attempts=max_retries + 1))
+
+    @property
+    def base_url(self) -> str:
+        return self._t.base_url
+
+    def _call(
+        self,
+        method: str,
+        path: str,
+        safety: Safety,
+        *,
+        body: Any = None,
+        query: dict[str, str | int | None] | None = None,
+        headers: dict[str, str] | None = None,
+        raw: bytes | None = None,
+    ) -> Response:
+        data = raw if raw is not None else (None if body is None else encode_json(body, "the request"))
+        return self._t.request(method, path, safety=safety, query=query, body=data, headers=headers)
+
+    def _keyed(self, key: str, method: str, path: str, body: Any) -> Response:
+        raw = encode_json(body, "the request")
+        try:
+            return self._call(method, path, "repeatable", raw=raw, headers={"idempotency-key": key})
+        except LineageError as e:
+            e.idempotency_key = key
+            raise
+
+    def _delete_tolerant(self, path: str) -> None:
+        try:
+            self._call("DELETE", path, "repeatable")
+        except NotFoundError as e:
+            # A 404 after an attempt that got no answer: that attempt is what deleted it.
+            if not e.earlier_attempt_may_have_applied:
+                raise
+
+    # --- sessions -------------------------------------------------------------------------------
+
+    def create_session(
+        self,
+        *,
+        format: Literal["chat", "responses"] | None = None,
+        source: str | None = None,
+        metadata: JSON | None = None,
+        idempotency_key: str | None = None,
+    ) -> JSON:
+        """POST /sessions (a retried create makes one session, SPEC A3)."""
+        body = _present(format=format, source=source, metadata=metadata)
+        r = self._keyed(idempotency_key or new_idempotency_key(), "POST", "/sessions", body)
+        return _obj(r.body["session"])
+
+    def get_session(self, session_id: str) -> JSON:
+        return _obj(self._call("GET", f"/sessions/{_q(session_id)}", "repeatable").body["session"])
+
+    def delete_session(self, session_id: str) -> None:
+        self._delete_tolerant(f"/sessions/{_q(session_id)}")
+
+    def append(
+        self, session_id: str, items: Sequence[Item], *, idempotency_key: str | None = None, expected_count: int | None = None
+    ) -> AppendResult:
+        """POST /sessions/{id}/messages: atomic, applied at most once (SPEC A3, A4, A7)."""
+        return self._append(f"/sessions/{_q(session_id)}/messages", items, idempotency_key, expected_count)
+
+    def list_messages(
+        self, session_id: str, *, limit: int | None = None, cursor: str | None = None, tail: int | None = None
+    ) -> JSON:
+        """GET /sessions/{id}/messages: one page (``messages``, ``nextCursor``, ``truncated``, ``session``)."""
+        q: dict[str, str | int | None] = {"limit": limit, "cursor": cursor, "tail": tail}
+        return _obj(self._call("GET", f"/sessions/{_q(session_id)}/messages", "repeatable", query=q).body)
+
+    def tail(self, session_id: str, n: int) -> list[Item]:
+        return list(self.list_messages(session_id, tail=n)["messages"])
+
+    def read_all(self, session_id: str, *, page_size: int | None = None) -> list[Item]:
+        """Every active item, page by page (started over when an in-place compaction made the cursor stale)."""
+        return self._read_all(lambda c: self.list_messages(session_id, limit=page_size, cursor=c))[0]
+
+    def pop(self, session_id: str) -> JSON:
+        """DELETE /sessions/{id}/messages/last: ``{removed, session}``. Retried only when nothing was applied."""
+        return _obj(self._call("DELETE", f"/sessions/{_q(session_id)}/messages/last", "once").body)
+
+    def lineage(self, session_id: str) -> JSON:
+        return _obj(self._call("GET", f"/sessions/{_q(session_id)}/lineage", "repeatable").body)
+
+    def compress(
+        self, session_id: str, *, mode: Mode = "in_place", origin: Origin = "manual", keep_last: int | None = None, force: bool | None = None
+    ) -> JSON:
+        """POST /sessions/{id}/compress with the service's engine. A rotation is retried like a read (a repeat is
+        adopted); an in-place compaction only after the service said nothing was applied."""
+        return self._compress(f"/sessions/{_q(session_id)}/compress", mode, origin, keep_last, force)
+
+    # --- conversations (SPEC K1-K3) -------------------------------------------------------------
+
+    def conversation(
+        self,
+        conversation_id: str,
+        *,
+        format: Literal["chat", "responses"] = "chat",
+        source: str | None = None,
+        metadata: JSON | None = None,
+    ) -> Conversation:
+        """A handle on one conversation, created on first use with PUT (no request until then)."""
+        from .conversation import Conversation
+
+        return Conversation(self, conversation_id, format=format, source=source, metadata=metadata)
+
+    def put_conversation(
+        self,
+        conversation_id: str,
+        *,
+        format: Literal["chat", "responses"] | None = None,
+        source: str | None = None,
+        metadata: JSON | None = None,
+        compaction: Literal["service", "agent"] | None = None,
+    ) -> tuple[JSON, bool]:
+        """PUT /conversations/{id}: ``(conversation, created)``. Safe to repeat."""
+        body = _present(format=format, source=source, metadata=metadata, compaction=compaction)
+        r = self._call("PUT", f"/conversations/{_q(conversation_id)}", "repeatable", body=body)
+        return _obj(r.body["conversation"]), r.status == 201
+
+    def get_conversation(self, conversation_id: str) -> JSON:
+        return _obj(self._call("GET", f"/conversations/{_q(conversation_id)}", "repeatable").body["conversation"])
+
+    def list_conversations(self, *, limit: int | None = None, cursor: str | None = None) -> JSON:
+        """GET /conversations: ``{conversations, nextCursor}``, most recently active first."""
+        return _obj(self._call("GET", "/conversations", "repeatable", query={"limit": limit, "cursor": cursor}).body)
+
+    def update_conversation(
+        self, conversation_id: str, *, metadata: JSON | None = None, compaction: Literal["service", "agent"] | None = None
+    ) -> JSON:
+        """PATCH /conversations/{id}: replaces its metadata (and, once the service has it, its compaction policy)."""
+        body = _present(metadata=metadata, compaction=compaction)
+        return _obj(self._call("PATCH", f"/conversations/{_q(conversation_id)}", "repeatable", body=body).body["conversation"])
+
+    def delete_conversation(self, conversation_id: str) -> None:
+        """DELETE /conversations/{id}: every session of its chain (K3)."""
+        self._delete_tolerant(f"/conversations/{_q(conversation_id)}")
+
+    def append_to_conversation(
+        self, conversation_id: str, items: Sequence[Item], *, idempotency_key: str | None = None, expected_count: int | None = None
+    ) -> AppendResult:
+        """POST /conversations/{id}/messages: on the live session, at most once across retries and rotations."""
+        return self._append(f"/conversations/{_q(conversation_id)}/messages", items, idempotency_key, expected_count)
+
+    def list_conversation_messages(
+        self, conversation_id: str, *, limit: int | None = None, cursor: str | None = None, tail: int | None = None
+    ) -> JSON:
+        q: dict[str, str | int | None] = {"limit": limit, "cursor": cursor, "tail": tail}
+        return _obj(self._call("GET", f"/conversations/{_q(conversation_id)}/messages", "repeatable", query=q).body)
+
+    def read_conversation(self, conversation_id: str, *, page_size: int | None = None) -> tuple[list[Item], JSON]:
+        """Every item of the live session and the session as read with the last page."""
+        return self._read_all(lambda c: self.list_conversation_messages(conversation_id, limit=page_size, cursor=c))
+
+    def pop_conversation(self, conversation_id: str) -> JSON:
+        return _obj(self._call("DELETE", f"/conversations/{_q(conversation_id)}/messages/last", "once").body)
+
+    def conversation_lineage(self, conversation_id: str) -> JSON:
+        return _obj(self._call("GET", f"/conversations/{_q(conversation_id)}/lineage", "repeatable").body)
+
+    def compress_conversation(
+        self,
+        conversation_id: str,
+        *,
+        mode: Mode = "in_place",
+        origin: Origin = "manual",
+        keep_last: int | None = None,
+        force: bool | None = None,
+    ) -> JSON:
+        return self._compress(f"/conversations/{_q(conversation_id)}/compress", mode, origin, keep_last, force)
+
+    # --- held compactions (issue 29, SPEC E1-E8) ------------------------------------------------
+
+    def begin_compaction(
+        self, conversation_id: str, *, mode: Mode = "in_place", origin: Origin = "manual", ttl_s: float | None = None
+    ) -> BeginResult:
+        """POST /conversations/{id}/compactions: take the lease on the live session and its snapshot, or learn who holds it."""
+        return self._begin(f"/conversations/{_q(conversation_id)}/compactions", mode, origin, ttl_s)
+
+    def begin_session_compaction(
+        self, session_id: str, *, mode: Mode = "in_place", origin: Origin = "manual", ttl_s: float | None = None
+    ) -> BeginResult:
+        """POST /sessions/{id}/compactions."""
+        return self._begin(f"/sessions/{_q(session_id)}/compactions", mode, origin, ttl_s)
+
+    def heartbeat_compaction(self, attempt: HeldAttempt) -> JSON:
+        """POST …/compactions/{attemptId}/heartbeat: extends the lease (409 ``lease_lost`` when it is no longer ours)."""
+        r = self._call("POST", f"{attempt.path}/heartbeat", "repeatable", body={}, headers=_lease(attempt))
+        a = _obj(r.body.get("attempt", {}))
+        if isinstance(a.get("expiresAt"), str):
+            attempt.expires_at = a["expiresAt"]
+        return a
+
+    def commit_compaction(self, attempt: HeldAttempt, messages: Sequence[Item]) -> JSON:
+        """POST …/compactions/{attemptId}/commit: the fenced commit; a repeat answers the first outcome (E3), so it is retried."""
+        return _obj(self._call("POST", f"{attempt.path}/commit", "repeatable", body={"messages": list(messages)}, headers=_lease(attempt)).body)
+
+    def abort_compaction(self, attempt: HeldAttempt) -> JSON:
+        """DELETE …/compactions/{attemptId}: releases the lease, writes nothing else (409 ``committed`` after a commit)."""
+        r = self._call("DELETE", attempt.path, "repeatable", headers=_lease(attempt))
+        return _obj(r.body) if r.body is not None else {"outcome": "skipped", "reason": "cancelled"}
+
+    def compaction_status(self, attempt: HeldAttempt) -> JSON:
+        """GET …/compactions/{attemptId}: ``{attemptId, sessionId, mode, status, expiresAt, outcome?}``."""
+        return _obj(self._call("GET", attempt.path, "repeatable", headers=_lease(attempt)).body["attempt"])
+
+    # --- shared ---------------------------------------------------------------------------------
+
+    def _append(self, path: str, items: Sequence[Item], key: str | None, expected_count: int | None) -> AppendResult:
+        key = key or new_idempotency_key()
+        body: JSON = {"messages": list(items)}
+        if expected_count is not None:
+            body["expectedCount"] = expected_count
+        r = self._keyed(key, "POST", path, body)
+        session = _obj(r.body["session"])
+        return AppendResult(
+            session_id=str(session["sessionId"]),
+            session=session,
+            appended=int(r.body["appended"]),
+            replayed=r.headers.get("idempotent-replayed") == "true",
+            idempotency_key=key,
+        )
+
+    def _compress(self, path: str, mode: Mode, origin: Origin, keep_last: int | None, force: bool | None) -> JSON:
+        body = _present(mode=mode, origin=origin, keepLast=keep_last, force=force)
+        # A repeated rotation is adopted (it names the one child); a repeated in-place compaction would compact twice.
+        safety: Safety = "repeatable" if mode == "rotate" else "once"
+        return _obj(self._call("POST", path, safety, body=body).body)
+
+    def _begin(self, base: str, mode: Mode, origin: Origin, ttl_s: float | None) -> BeginResult:
+        body = _present(mode=mode, origin=origin, ttlMs=None if ttl_s is None else round(ttl_s * 1000))
+        # A begin whose answer was lost holds a lease whose token we never saw: never repeated unless nothing was applied.
+        r = self._call("POST", base, "once", body=body)
+        b = _obj(r.body)
+        a = b.get("attempt")
+        attempt = None
+        if b.get("outcome") == "started" and isinstance(a, dict):
+            attempt = HeldAttempt(
+                attempt_id=str(a["attemptId"]),
+                lease_token=str(a["leaseToken"]),
+                session_id=str(a["sessionId"]),
+                mode=str(a.get("mode", mode)),
+                fence=a.get("fence"),
+                through_seq=a.get("throughSeq"),
+                expires_at=a.get("expiresAt"),
+                ttl_ms=a.get("ttlMs"),
+                heartbeat_interval_ms=a.get("heartbeatIntervalMs"),
+                base_path=base,
+            )
+        messages: list[Item] | None = None
+        if attempt is not None:
+            messages = list(b.get("messages") or [])
+            cursor = b.get("nextCursor")
+            if b.get("truncated") and isinstance(cursor, str):
+                # The snapshot passed one response: the rest is paged inside the snapshot's generation.
+                sid = attempt.session_id
+                messages += self._read_all(lambda c: self.list_messages(sid, cursor=c), first=cursor)[0]
+            elif b.get("truncated"):
+                # A cut snapshot with no way to page the rest: compacting a part of it would drop the
+                # rest, so the attempt is given back at once rather than handed to an engine.
+                try:
+                    self.abort_compaction(attempt)
+                finally:
+                    raise LineageError(
+                        "the compaction snapshot passed one response (4.5 MB) and the service gave no cursor for the rest; "
+                        "the attempt was aborted",
+                        code="snapshot_truncated",
+                    )
+        reason = b.get("reason")
+        holder = b.get("holder")
+        return BeginResult(
+            outcome=str(b.get("outcome")),
+            reason=reason if isinstance(reason, str) else None,
+            attempt=attempt,
+            messages=messages,
+            holder=holder if isinstance(holder, str) else None,
+            body=b,
+        )
+
+    def _read_all(self, page: Callable[[str | None], JSON], *, first: str | None = None, max_restarts: int = 3) -> tuple[list[Item], JSON]:
+        for restart in range(max_restarts + 1):
+            try:
+                items: list[Item] = []
+                session: JSON = {}
+                for p in _pages(page, first):
+                    items.extend(p["messages"])
+                    session = _obj(p["session"])
+                return items, session
+            except ConflictError as e:
+                if e.code != "cursor_stale" or restart >= max_restarts or first is not None:
+                    raise
+        raise AssertionError("unreachable")
+
+
+def _pages(page: Callable[[str | None], JSON], first: str | None) -> Iterator[JSON]:
+    cursor = first
+    while True:
+        p = _obj(page(cursor))
+        yield p
+        nxt = p.get("nextCursor")
+        if not isinstance(nxt, str):
+            return
+        cursor = nxt
+
+
+def _lease(attempt: HeldAttempt) -> dict[str, str]:
+    return {"lease-token": attempt.lease_token}
+
+
+def _present(**fields: Any) -> JSON:
+    return {k: v for k, v in fields.items() if v is not None}
+
+
+def _obj(v: Any) -> JSON:
+    if not isinstance(v, dict):
+        raise LineageError(f"the service answered {type(v).__name__} where the document promises an object")
+    return v
+
+
+__all__ = ["LineageClient", "AppendResult", "HeldAttempt", "BeginResult", "new_idempotency_key"]
