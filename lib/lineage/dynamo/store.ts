@@ -28,6 +28,8 @@ import type {
   LineageStore,
   PageRequest,
   PopResult,
+  ReplaceSuffixInput,
+  ReplaceSuffixResult,
   RotationCommitted,
   SessionRecord,
   StoreTask,
@@ -44,6 +46,7 @@ import { chainOf, childKeysOf, liveTip } from './links.js';
 import { Sessions } from './sessions.js';
 import { readAll, readPage, readTail } from './reads.js';
 import { Table, type TableOptions } from './table.js';
+import { Transactions } from './transactions.js';
 
 export interface DynamoLineageStoreOptions extends TableOptions {
   /** TTL of an archived (replaced) generation; default 7 days (SPEC C11). */
@@ -61,6 +64,7 @@ export class DynamoLineageStore implements LineageStore {
   private readonly commits: Commits;
   private readonly forks: Forks;
   private readonly conversations: Conversations;
+  private readonly transactions: Transactions;
   private readonly retention: number;
 
   constructor(opts: DynamoLineageStoreOptions) {
@@ -70,6 +74,7 @@ export class DynamoLineageStore implements LineageStore {
     this.commits = new Commits(this.table, this.attempts);
     this.forks = new Forks(this.table);
     this.conversations = new Conversations(this.table, this.sessions);
+    this.transactions = new Transactions(this.table, opts.idempotencyTtlSeconds);
     this.retention = opts.archiveRetentionSeconds ?? DEFAULT_ARCHIVE_RETENTION_S;
   }
 
@@ -93,6 +98,9 @@ export class DynamoLineageStore implements LineageStore {
   }
   popLast(ref: SessionRef): Promise<PopResult> {
     return this.sessions.popLast(ref);
+  }
+  replaceSuffix(ref: SessionRef, input: ReplaceSuffixInput): Promise<ReplaceSuffixResult> {
+    return this.transactions.replaceSuffix(ref, input);
   }
 
   async deleteSession(ref: SessionRef): Promise<void> {
