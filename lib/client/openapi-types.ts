@@ -447,7 +447,7 @@ export interface components {
         };
         ErrorBody: {
             /** @enum {string} */
-            code: "invalid_json" | "invalid_request" | "unauthorized" | "not_found" | "method_not_allowed" | "session_ended" | "chain_deleted" | "count_mismatch" | "cursor_stale" | "lineage_too_deep" | "conflict" | "format_mismatch" | "payload_too_large" | "unsupported_media_type" | "idempotency_key_reused" | "lease_unavailable" | "unavailable" | "outcome_unknown" | "rate_limited" | "internal";
+            code: "invalid_json" | "invalid_request" | "unauthorized" | "not_found" | "method_not_allowed" | "session_ended" | "chain_deleted" | "count_mismatch" | "suffix_mismatch" | "cursor_stale" | "lineage_too_deep" | "conflict" | "format_mismatch" | "payload_too_large" | "unsupported_media_type" | "idempotency_key_reused" | "lease_unavailable" | "unavailable" | "outcome_unknown" | "rate_limited" | "internal";
             message: string;
             requestId?: string;
         };
