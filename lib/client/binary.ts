@@ -8,24 +8,32 @@ import { UnsupportedValueError } from './json-values.js';
 export const BYTES_KEY = '$bytes';
 
 /** A deep copy of `value` with every Uint8Array as `{"$bytes": base64}`; other values as they are. */
-export function encodeBinary(value: unknown, path: string): unknown {
+export function encodeBinary(value: unknown, path: string, ancestors = new Set<object>()): unknown {
   if (value instanceof Uint8Array) return { [BYTES_KEY]: toBase64(value) };
   if (typeof value !== 'object' || value === null || ArrayBuffer.isView(value)) return value;
-  if (Array.isArray(value)) {
-    const out: unknown[] = new Array<unknown>(value.length);
-    for (let i = 0; i < value.length; i++) out[i] = encodeBinary(value[i], `${path}[${i}]`);
+  // The same words as assertJsonValue's: a cycle would never finish this copy.
+  if (ancestors.has(value))
+    throw new UnsupportedValueError(path, 'a reference to one of its own ancestors (a cycle)', 'Items must be trees.');
+  ancestors.add(value);
+  try {
+    if (Array.isArray(value)) {
+      const out: unknown[] = new Array<unknown>(value.length);
+      for (let i = 0; i < value.length; i++) if (i in value) out[i] = encodeBinary(value[i], `${path}[${i}]`, ancestors);
+      return out;
+    }
+    if (Object.getPrototypeOf(value) !== Object.prototype && Object.getPrototypeOf(value) !== null) return value;
+    if (isBytesShape(value))
+      throw new UnsupportedValueError(
+        path,
+        `an object of the reserved shape {"${BYTES_KEY}": string}`,
+        'It would read back as a Uint8Array.',
+      );
+    const out: Record<string, unknown> = {};
+    for (const [k, x] of Object.entries(value)) out[k] = encodeBinary(x, `${path}.${k}`, ancestors);
     return out;
+  } finally {
+    ancestors.delete(value);
   }
-  if (Object.getPrototypeOf(value) !== Object.prototype && Object.getPrototypeOf(value) !== null) return value;
-  if (isBytesShape(value))
-    throw new UnsupportedValueError(
-      path,
-      `an object of the reserved shape {"${BYTES_KEY}": string}`,
-      'It would read back as a Uint8Array.',
-    );
-  const out: Record<string, unknown> = {};
-  for (const [k, x] of Object.entries(value)) out[k] = encodeBinary(x, `${path}.${k}`);
-  return out;
 }
 
 /** The inverse of encodeBinary on what the service returns (plain JSON). */
