@@ -14,6 +14,7 @@ export type ErrorCode =
   | 'session_ended'
   | 'chain_deleted'
   | 'count_mismatch'
+  | 'suffix_mismatch'
   | 'cursor_stale'
   | 'lineage_too_deep'
   | 'conflict'

@@ -82,7 +82,7 @@ function isEnded(s: SessionRecord | undefined): boolean {
  * a read that shows its session ended, or a session gone, re-reads the record. An op that answered
  * from a stale tip is never returned: it goes again on the live one.
  */
-async function onLive<T extends Acted>(
+export async function onLive<T extends Acted>(
   ctx: RouteContext,
   op: (ref: SessionRef, tip: KnownTip, fresh: boolean) => Promise<T>,
   shows: (r: T) => SessionRecord | undefined = (r) => r.session,

@@ -16,6 +16,7 @@ import { conversationRoutes } from './conversation-routes.js';
 import { HttpError, invalidField, leaseUnavailable, notFound } from './errors.js';
 import type { LiveTips } from './live-tips.js';
 import { appendBody, assertMetadata, compressBody, createSessionBody, DEFAULT_LIMIT, listMessagesQuery, parseWith } from './schemas.js';
+import { transactionRoutes } from './transaction-routes.js';
 import { lineageEntryView, outcomeView, sessionView } from './views.js';
 
 /** Structurally the after-turn publisher of lib/after-turn/publisher.ts. */
@@ -162,6 +163,7 @@ export const routes: readonly Route[] = [
   },
   ...conversationRoutes,
   ...compactionRoutes,
+  ...transactionRoutes,
 ];
 
 /** What a session operation answered, and the session it acted on as the answer shows it. */
@@ -260,7 +262,7 @@ export async function compressOn(ctx: RouteContext, ref: SessionRef): Promise<{ 
   return { result: { status: 200, body: outcomeView(outcome) }, outcome };
 }
 
-async function publishTurn(ctx: RouteContext, session: SessionRecord): Promise<void> {
+export async function publishTurn(ctx: RouteContext, session: SessionRecord): Promise<void> {
   const threshold = ctx.deps.publishAboveTokens;
   if (threshold !== undefined && session.tokenEstimate <= threshold) return;
   try {

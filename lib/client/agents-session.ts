@@ -10,10 +10,16 @@ import type {
   OpenAIResponsesCompactionArgs,
   OpenAIResponsesCompactionAwareSession,
   OpenAIResponsesCompactionResult,
+  SessionHistoryRewriteArgs,
+  SessionHistoryRewriteAwareSession,
+  SessionHistoryTransactionArgs,
+  SessionHistoryTransactionAwareSession,
 } from '@openai/agents-core';
+import { decodeBinary, encodeBinary } from './binary.js';
 import type { LineageClient } from './client.js';
 import { chunks, MAX_TAIL } from './chunks.js';
-import { ConflictError, LineageError, NotFoundError } from './errors.js';
+import { BadRequestError, ConflictError, IdempotencyKeyReusedError, LineageError, NotFoundError } from './errors.js';
+import { HistoryTransactionError, snapshotTransactionArgs, type HistoryTransaction } from './history-snapshot.js';
 import { assertJsonValue } from './json-values.js';
 import type { CompressMode, CompressOrigin, CompressResponse, Item, Session } from './types.js';
 
@@ -67,7 +73,9 @@ export interface CompactOptions {
   origin?: CompressOrigin;
 }
 
-export class LineageSession implements OpenAIResponsesCompactionAwareSession {
+export class LineageSession
+  implements OpenAIResponsesCompactionAwareSession, SessionHistoryTransactionAwareSession, SessionHistoryRewriteAwareSession
+{
   readonly #client: LineageClient;
   readonly #opts: LineageSessionOptions;
   /** The conversation id: fixed once chosen (in the constructor, or on first use). */
@@ -128,7 +136,7 @@ export class LineageSession implements OpenAIResponsesCompactionAwareSession {
       items = page.truncated ? (await this.#readAll(id)).slice(-limit) : page.messages;
     }
     // Cast: AgentInputItem and the document's Item describe the same JSON with different types.
-    return items as AgentInputItem[];
+    return decodeBinary(items) as AgentInputItem[];
   }
 
   async #readAll(id: string): Promise<Item[]> {
@@ -146,9 +154,9 @@ export class LineageSession implements OpenAIResponsesCompactionAwareSession {
    * UnsupportedValueError before anything is sent.
    */
   async addItems(items: AgentInputItem[]): Promise<void> {
-    assertJsonValue(items, 'items');
+    const all = encodeBinary(items, 'items') as Item[];
+    assertJsonValue(all, 'items');
     if (items.length === 0) return;
-    const all = items as unknown as Item[];
     return this.#serial(async () => {
       const id = await this.#ensure();
       for (const chunk of chunks(all)) {
@@ -167,12 +175,83 @@ export class LineageSession implements OpenAIResponsesCompactionAwareSession {
     });
   }
 
+  /**
+   * The SDK's atomic, idempotent history change (SPEC X1): `append_items`, or `replace_suffix`
+   * (the live session's last items, compared by value, replaced in one conditional write). The
+   * operation id is recorded with the change in the same write, scoped to the conversation, so a
+   * retry from any process (a RunState resumed elsewhere) is a no-op, even after later appends; the
+   * same id with another transaction, or a suffix that no longer matches, throws and changes
+   * nothing. Arguments are read once and checked by the SDK's rules before anything is sent.
+   */
+  async applyHistoryTransaction(args: SessionHistoryTransactionArgs): Promise<void> {
+    // async: a refusal is a rejection, as the SDK's callers await it.
+    const { operationId, transaction } = snapshotTransactionArgs(args);
+    const encoded = encodeBinary(transaction, 'transaction') as HistoryTransaction;
+    assertJsonValue(encoded, 'transaction');
+    await this.#serial(() => this.#applyTransaction(operationId, encoded));
+  }
+
+  async #applyTransaction(operationId: string, transaction: HistoryTransaction): Promise<void> {
+    const id = await this.#ensure();
+    try {
+      const r = await this.#client.applyConversationTransaction(id, {
+        operationId,
+        transaction: transaction as Parameters<LineageClient['applyConversationTransaction']>[1]['transaction'],
+      });
+      this.#saw(r.session);
+      this.#lastCount = r.session.messageCount;
+    } catch (err) {
+      if (err instanceof ConflictError && err.code === 'suffix_mismatch')
+        throw new HistoryTransactionError('Session history suffix no longer matches the transaction precondition.', { cause: err });
+      if (err instanceof IdempotencyKeyReusedError)
+        throw new HistoryTransactionError('Session history operation was already applied with a different transaction.', { cause: err });
+      if (err instanceof BadRequestError)
+        throw new HistoryTransactionError('Session history transaction items contain invalid or unsupported data.', { cause: err });
+      throw err;
+    }
+  }
+
+  /**
+   * The SDK's history rewrite: `replace_function_call` puts `replacement` where the first
+   * function_call with `callId` is and drops its duplicates (as MemorySession does), atomically:
+   * one replace_suffix from that call to the end, conditioned on that suffix being what was read,
+   * so a write from another process in between fails it instead of being overwritten. Throws a
+   * ConflictError (409 `suffix_mismatch`, or `conflict` when no call has that id) and changes nothing.
+   */
+  applyHistoryMutations(args: SessionHistoryRewriteArgs): Promise<void> {
+    if (args.mutations.length === 0) return Promise.resolve();
+    const mutations = args.mutations.map((m) => ({ ...m, replacement: structuredClone(m.replacement) }));
+    return this.#serial(async () => {
+      const items = (await this.#getItems(undefined)) as unknown[];
+      let next = items;
+      for (const m of mutations) {
+        const at = next.findIndex((it) => isCall(it, m.callId));
+        if (at < 0)
+          throw new ConflictError(
+            409,
+            { error: { code: 'conflict', message: `no function_call with callId ${JSON.stringify(m.callId)} in the history` } },
+            new Headers(),
+          );
+        next = [...next.slice(0, at), m.replacement, ...next.slice(at + 1).filter((it) => !isCall(it, m.callId))];
+      }
+      let from = 0;
+      while (from < items.length && from < next.length && JSON.stringify(items[from]) === JSON.stringify(next[from])) from++;
+      const transaction = encodeBinary(
+        { type: 'replace_suffix', expectedSuffix: items.slice(from), replacement: next.slice(from) },
+        'mutations',
+      ) as HistoryTransaction;
+      await this.#applyTransaction(globalThis.crypto.randomUUID(), transaction).catch((err: unknown) => {
+        throw err instanceof HistoryTransactionError && err.cause instanceof ConflictError ? err.cause : err;
+      });
+    });
+  }
+
   /** Removes the conversation's last item (DELETE .../messages/last on the live session). */
   popItem(): Promise<AgentInputItem | undefined> {
     return this.#serial(async () => {
       const { removed, session } = await this.#client.popConversation(await this.#ensure());
       this.#saw(session);
-      return (removed ?? undefined) as AgentInputItem | undefined;
+      return decodeBinary(removed ?? undefined) as AgentInputItem | undefined;
     });
   }
 
@@ -305,4 +384,9 @@ export class LineageSession implements OpenAIResponsesCompactionAwareSession {
     this.#live = to;
     if (from !== undefined && from !== to) this.#opts.onEvent?.({ type: 'followed', from, to, via });
   }
+}
+
+function isCall(item: unknown, callId: string): boolean {
+  const it = item as { type?: unknown; callId?: unknown } | null;
+  return it !== null && typeof it === 'object' && it.type === 'function_call' && it.callId === callId;
 }

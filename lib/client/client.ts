@@ -11,6 +11,8 @@ import type {
   CompressRequest,
   CompressResponse,
   CreateSessionRequest,
+  HistoryTransactionRequest,
+  HistoryTransactionResponse,
   Item,
   Conversation,
   ConversationsPage,
@@ -344,6 +346,28 @@ export class LineageClient {
         idempotencyKey: key,
       };
     });
+  }
+
+  /**
+   * POST /conversations/{id}/transactions (SPEC X1): an Agents SDK history transaction on the live
+   * session, atomic, and at most once per operation id (the id is the request's key: retries,
+   * here or in another process, replay the first answer).
+   */
+  async applyConversationTransaction(
+    id: string,
+    request: { operationId: string; transaction: HistoryTransactionRequest['transaction'] },
+    opts: CallOptions = {},
+  ): Promise<HistoryTransactionResponse & { replayed: boolean }> {
+    const body = JSON.stringify(request);
+    const r = await this.#send('repeatable', opts, (signal) =>
+      this.#api.POST('/conversations/{conversationId}/transactions', {
+        params: { path: { conversationId: id } },
+        body: request,
+        bodySerializer: () => body,
+        signal,
+      }),
+    );
+    return { ...r.data, replayed: r.response.headers.get('idempotent-replayed') === 'true' };
   }
 
   /** GET /conversations/{id}/messages: a page (or the tail) of the live session; the page names it. */

@@ -409,6 +409,45 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/sessions/{id}/transactions": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: components["parameters"]["SessionId"];
+            };
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Apply an Agents SDK history transaction (append_items or replace_suffix) atomically and idempotently by operation id (SPEC X1) */
+        post: operations["applySessionHistoryTransaction"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/conversations/{conversationId}/transactions": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The conversation's id, chosen by the client (or a root session's id for a chain made with POST /sessions); scoped to the tenant */
+                conversationId: components["parameters"]["ConversationId"];
+            };
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Apply an Agents SDK history transaction (append_items or replace_suffix) atomically and idempotently by operation id (SPEC X1) (on the conversation's live session) */
+        post: operations["applyConversationHistoryTransaction"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
 }
 export type webhooks = Record<string, never>;
 export interface components {
@@ -578,7 +617,7 @@ export interface components {
         };
         ErrorBody: {
             /** @enum {string} */
-            code: "invalid_json" | "invalid_request" | "unauthorized" | "not_found" | "method_not_allowed" | "session_ended" | "chain_deleted" | "count_mismatch" | "cursor_stale" | "lineage_too_deep" | "conflict" | "format_mismatch" | "payload_too_large" | "unsupported_media_type" | "idempotency_key_reused" | "lease_unavailable" | "unavailable" | "outcome_unknown" | "rate_limited" | "lease_lost" | "lease_token_invalid" | "committed" | "commit_in_progress" | "agent_engine" | "internal";
+            code: "invalid_json" | "invalid_request" | "unauthorized" | "not_found" | "method_not_allowed" | "session_ended" | "chain_deleted" | "count_mismatch" | "suffix_mismatch" | "cursor_stale" | "lineage_too_deep" | "conflict" | "format_mismatch" | "payload_too_large" | "unsupported_media_type" | "idempotency_key_reused" | "lease_unavailable" | "unavailable" | "outcome_unknown" | "rate_limited" | "lease_lost" | "lease_token_invalid" | "committed" | "commit_in_progress" | "agent_engine" | "internal";
             message: string;
             requestId?: string;
         };
@@ -718,6 +757,32 @@ export interface components {
             setting: "RATE_LIMIT_REQUESTS_PER_SECOND" | "RATE_LIMIT_COMPRESSIONS_PER_MINUTE" | "RATE_LIMIT_BODY_BYTES_PER_SECOND";
             /** @description the limit in force */
             value?: number;
+        };
+        /** @description SPEC X1: an Agents SDK history transaction. The operation id is recorded in the same write as the change (24 h, like an Idempotency-Key, scoped like the route's keys); the same id with the same transaction (canonical JSON) answers the first response with Idempotent-Replayed, another transaction gets 422 idempotency_key_reused. Binary values are stored as {"$bytes": "<base64>"} by the TypeScript client (docs/history-transactions.md). */
+        HistoryTransactionRequest: {
+            /** @description Stable across retries of this transaction */
+            operationId: string;
+            transaction: {
+                /** @enum {string} */
+                type: "append_items";
+                items: components["schemas"]["Item"][];
+            } | {
+                /** @enum {string} */
+                type: "replace_suffix";
+                /** @description The live session's last items, as read (compared as canonical JSON) */
+                expectedSuffix: components["schemas"]["Item"][];
+                replacement: components["schemas"]["Item"][];
+            };
+        };
+        HistoryTransactionResponse: {
+            session: components["schemas"]["Session"];
+            /** @description Items the replaced suffix held */
+            removed: number;
+            appended: number;
+        };
+        SuffixMismatchError: {
+            error: components["schemas"]["ErrorBody"];
+            messageCount: number;
         };
     };
     responses: {
@@ -2039,6 +2104,101 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+        };
+    };
+    applySessionHistoryTransaction: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: components["parameters"]["SessionId"];
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["HistoryTransactionRequest"];
+            };
+        };
+        responses: {
+            /** @description Applied (or the first response to this operation id, replayed) */
+            200: {
+                headers: {
+                    /** @description Present (`true`) when this is the stored first response to an earlier request with the same operationId */
+                    "Idempotent-Replayed"?: "true";
+                    /** @description The request id (also in error bodies and logs) */
+                    "x-request-id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["HistoryTransactionResponse"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            404: components["responses"]["NotFound"];
+            /** @description suffix_mismatch (the live session's last items are not expectedSuffix; nothing changed, the operation id is not recorded), session_ended or lineage_too_deep */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["SuffixMismatchError"] | components["schemas"]["SessionEndedError"] | components["schemas"]["Error"];
+                };
+            };
+            413: components["responses"]["TooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            422: components["responses"]["IdempotencyKeyReused"];
+            500: components["responses"]["Internal"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    applyConversationHistoryTransaction: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The conversation's id, chosen by the client (or a root session's id for a chain made with POST /sessions); scoped to the tenant */
+                conversationId: components["parameters"]["ConversationId"];
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["HistoryTransactionRequest"];
+            };
+        };
+        responses: {
+            /** @description Applied (or the first response to this operation id, replayed) */
+            200: {
+                headers: {
+                    /** @description Present (`true`) when this is the stored first response to an earlier request with the same operationId */
+                    "Idempotent-Replayed"?: "true";
+                    /** @description The request id (also in error bodies and logs) */
+                    "x-request-id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["HistoryTransactionResponse"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            404: components["responses"]["NotFound"];
+            /** @description suffix_mismatch (the live session's last items are not expectedSuffix; nothing changed, the operation id is not recorded), session_ended or lineage_too_deep */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["SuffixMismatchError"] | components["schemas"]["SessionEndedError"] | components["schemas"]["Error"];
+                };
+            };
+            413: components["responses"]["TooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            422: components["responses"]["IdempotencyKeyReused"];
+            500: components["responses"]["Internal"];
+            503: components["responses"]["Unavailable"];
         };
     };
 }

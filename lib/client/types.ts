@@ -21,6 +21,9 @@ export type CompressResponse = Schemas['CompressResponse'];
 export type CompressMode = NonNullable<CompressRequest['mode']>;
 export type CompressOrigin = NonNullable<CompressRequest['origin']>;
 export type ErrorBody = Schemas['ErrorBody'];
+/** SPEC X1: an Agents SDK history transaction and its answer. */
+export type HistoryTransactionRequest = Schemas['HistoryTransactionRequest'];
+export type HistoryTransactionResponse = Schemas['HistoryTransactionResponse'];
 /** K1: one stable id for a whole chain; its routes act on the live session. */
 export type Conversation = Schemas['Conversation'];
 export type ConversationsPage = Schemas['ConversationsPage'];

@@ -166,6 +166,21 @@ export class ItemTooLargeError extends LineageError {
 }
 
 /** A4: the session does not hold the number of items the client expected. */
+/** X1: the live session's last items are not the transaction's expected suffix; nothing changed. */
+export class SuffixMismatchError extends LineageError {
+  override readonly name = 'SuffixMismatchError';
+  constructor(
+    readonly sessionId: string,
+    readonly messageCount: number,
+  ) {
+    super(`session ${sessionId}'s last items are not the expected suffix (it holds ${messageCount} items); nothing changed`, {
+      status: 409,
+      code: 'suffix_mismatch',
+      details: { messageCount },
+    });
+  }
+}
+
 export class CountMismatchError extends LineageError {
   override readonly name = 'CountMismatchError';
   constructor(

@@ -121,6 +121,23 @@ export interface AppendInput {
   respond?: (session: SessionRecord, appended: number) => StoredResponse;
 }
 
+/**
+ * X1 replace_suffix: the live session's last `expectedSuffix.length` items, compared as canonical
+ * JSON with `expectedSuffix`, are removed and `replacement` appended, in one conditional write.
+ * An empty suffix and an empty replacement record the operation id alone (an empty append).
+ */
+export interface ReplaceSuffixInput {
+  /** Called once with the session as read; may throw to refuse (nothing is written). */
+  prepare: (session: SessionRecord) => { expectedSuffix: readonly Item[]; replacement: PreparedItems };
+  /** The operation id as a key (X1: conversation-scoped on the conversation routes). */
+  idempotency: IdempotencyInput;
+  respond: (session: SessionRecord, removed: number, appended: number) => StoredResponse;
+}
+
+export type ReplaceSuffixResult =
+  | { replayed: false; session: SessionRecord; removed: number; appended: number; response: StoredResponse }
+  | { replayed: true; response: StoredResponse };
+
 export type AppendResult =
   { replayed: false; session: SessionRecord; appended: number; response?: StoredResponse } | { replayed: true; response: StoredResponse };
 
@@ -292,6 +309,12 @@ export interface LineageStore {
   readAll(ref: SessionRef): Promise<Item[]>;
   /** A6: removes the last item; an in-flight attempt that snapshotted it can no longer commit. */
   popLast(ref: SessionRef): Promise<PopResult>;
+  /**
+   * X1: replaces the live session's last items when they equal the expected suffix, in one
+   * transaction with the operation id's record. SuffixMismatchError (nothing written) otherwise;
+   * an in-flight attempt that snapshotted a removed item can no longer commit (A6).
+   */
+  replaceSuffix(ref: SessionRef, input: ReplaceSuffixInput): Promise<ReplaceSuffixResult>;
   /** A6: the session answers as not found from now on; its items are purged off the request path. */
   deleteSession(ref: SessionRef): Promise<void>;
   /** Root to live tip. */

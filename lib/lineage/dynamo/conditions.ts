@@ -63,3 +63,12 @@ export const IDEMPOTENCY_CONDITION = 'attribute_not_exists(pk) OR #expiresAt < :
 
 /** K2: the conversation's record still names the parent as its live tip (the rotation moves it). `:parent`. */
 export const TIP_IS_PARENT = '#live = :parent';
+
+/**
+ * X1 replace_suffix: the record is as read when the suffix was compared (the version), live and
+ * unsealed; when it marks an attempt stale (A6), that attempt is still there (SET on a removed
+ * map's member is refused outright). `:now`, `:v`, and `:aid` with `marksAttempt`.
+ */
+export function replaceSuffixCondition(meta: MetaItem, marksAttempt: boolean): string {
+  return `${LIVE} AND ${UNSEALED} AND ${versionCondition(meta)}${marksAttempt ? ' AND #attempt.#attemptId = :aid' : ''}`;
+}

@@ -26,9 +26,9 @@ import type {
 import { idempotencyRecord, liveRecord, replay, type IdempotencyRecord } from './idempotency.js';
 import { isLiveTip, toSessionRecord, type MetaItem } from './meta-row.js';
 import { appendIdempotencyKey, attemptShardOf, createIdempotencyKey, metaKey, sessionPk, taskSk } from './keys.js';
-import { dropParts, PARTS_GRACE_MS, partsTask, partsTaskCheck, writeParts } from './parts.js';
-import { encodeItems, packRows, rowItems, type Encoded, type RowRef } from './rows.js';
-import { updateExpression } from './expression.js';
+import { dropParts, partsTaskCheck, writeParts } from './parts.js';
+import { rowsGone, shrinkRow } from './row-removal.js';
+import { encodeItems, packRows, rowItems, type Encoded } from './rows.js';
 import { claimTurn, foreignTurnWait, holdsTurn, TURN_AFTER_LOSSES } from './append-turn.js';
 import { assertLive } from './links.js';
 import {
@@ -358,7 +358,7 @@ export class Sessions {
       const stale = meta.attempt !== undefined && last.seq <= (meta.attempt.watermark ?? 0);
       const tokens = last.tokens;
       // A row that goes takes its inline parts along (records older than packing count no rows).
-      const rowsGone = meta.rows !== undefined && last.row.count <= 1 ? 1 + last.row.partKeys.length : 0;
+      const gone = rowsGone(meta.rows !== undefined, last.row);
       const after: MetaItem = {
         ...meta,
         messageCount: meta.messageCount - 1,
@@ -370,14 +370,14 @@ export class Sessions {
           this.table.metaUpdate(
             ref,
             {
-              update: `ADD #messageCount :minus, #tokenEstimate :tok, #version :one${rowsGone ? ', #rows :rowsGone' : ''}${stale ? ' SET #attempt.#stale = :true' : ''}`,
+              update: `ADD #messageCount :minus, #tokenEstimate :tok, #version :one${gone ? ', #rows :rowsGone' : ''}${stale ? ' SET #attempt.#stale = :true' : ''}`,
               // Marking needs the attempt still there: ending one (Attempts.clear) does not move the
               // version, and SET on a removed map's member is refused outright (a 500, not a retry).
               condition: `${LIVE} AND ${UNSEALED} AND ${versionCondition(meta)}${stale ? ' AND #attempt.#attemptId = :aid' : ''}`,
             },
             {
               ':minus': -1,
-              ':rowsGone': -rowsGone,
+              ':rowsGone': -gone,
               ':tok': -tokens,
               ':one': 1,
               ':true': true,
@@ -386,7 +386,7 @@ export class Sessions {
               ...(stale ? { ':aid': meta.attempt!.attemptId } : {}),
             },
           ),
-          ...this.shrinkRow(last.row),
+          ...shrinkRow(this.table, last.row),
         ]);
         if (after.attempt && stale) after.attempt = { ...after.attempt, stale: true };
         return { session: toSessionRecord(after), removed: itemOf(last) };
@@ -398,39 +398,6 @@ export class Sessions {
       }
     }
     throw new StoreRetryableError(`pop on ${ref.sessionId}: the session kept changing`);
-  }
-
-  /**
-   * The writes that take a row's last item away: a row of one item goes (with its chunks; chunks
-   * written ahead of a commit go through the sweep's task, due only once a reader that saw the
-   * head before the pop has surely read them: a longest invocation); a packed row loses its last index
-   * entry (its bytes stay, unread, so the row is not rewritten).
-   */
-  private shrinkRow(row: RowRef): TransactItem[] {
-    const head = { pk: row.pk, sk: row.sk };
-    if (row.count > 1 && row.idx !== undefined) {
-      const idx = row.idx.slice(0, row.idx.lastIndexOf(','));
-      return [
-        {
-          Update: {
-            TableName: this.table.name,
-            Key: head,
-            ...updateExpression({ update: 'SET #idx = :idx', condition: '#idx = :was' }, { ':idx': idx, ':was': row.idx }),
-          },
-        },
-      ];
-    }
-    return [
-      { Delete: { TableName: this.table.name, Key: head, ConditionExpression: EXISTS } },
-      ...row.partKeys.map((Key) => ({ Delete: { TableName: this.table.name, Key: { pk: row.pk, sk: Key } } })),
-      ...(row.w
-        ? [
-            this.table.put(
-              partsTask(this.table, row.pk, `${row.w}#${String(row.h ?? 0).padStart(4, '0')}`, this.table.now() + PARTS_GRACE_MS),
-            ),
-          ]
-        : []),
-    ];
   }
 
   /** A6: tombstone the record (links stay for relatives) and leave the items to a purge task. */

@@ -29,6 +29,8 @@ import type {
   LineageStore,
   PageRequest,
   PopResult,
+  ReplaceSuffixInput,
+  ReplaceSuffixResult,
   RotationCommitted,
   SessionRecord,
   StoreTask,
@@ -47,6 +49,7 @@ import { chainOf, childKeysOf, liveTip } from './links.js';
 import { Sessions } from './sessions.js';
 import { readAll, readPage, readTail } from './reads.js';
 import { Table, type TableOptions } from './table.js';
+import { Transactions } from './transactions.js';
 
 export interface DynamoLineageStoreOptions extends TableOptions {
   /** TTL of an archived (replaced) generation; default 7 days (SPEC C11). */
@@ -65,6 +68,7 @@ export class DynamoLineageStore implements LineageStore {
   private readonly forks: Forks;
   private readonly held: HeldAttemptWrites;
   private readonly conversations: Conversations;
+  private readonly transactions: Transactions;
   private readonly retention: number;
 
   constructor(opts: DynamoLineageStoreOptions) {
@@ -75,6 +79,7 @@ export class DynamoLineageStore implements LineageStore {
     this.held = new HeldAttemptWrites(this.table);
     this.forks = new Forks(this.table);
     this.conversations = new Conversations(this.table, this.sessions);
+    this.transactions = new Transactions(this.table, opts.idempotencyTtlSeconds);
     this.retention = opts.archiveRetentionSeconds ?? DEFAULT_ARCHIVE_RETENTION_S;
   }
 
@@ -98,6 +103,9 @@ export class DynamoLineageStore implements LineageStore {
   }
   popLast(ref: SessionRef): Promise<PopResult> {
     return this.sessions.popLast(ref);
+  }
+  replaceSuffix(ref: SessionRef, input: ReplaceSuffixInput): Promise<ReplaceSuffixResult> {
+    return this.transactions.replaceSuffix(ref, input);
   }
 
   async deleteSession(ref: SessionRef): Promise<void> {

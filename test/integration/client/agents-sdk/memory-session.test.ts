@@ -9,11 +9,10 @@
 //
 // Differences by design, asserted as ours:
 // - No `initialItems`: history is seeded by appending to a conversation and handing its id in.
-// - applyHistoryMutations / applyHistoryTransaction (upstream's transaction tests) are not offered:
-//   the API has no atomic compare-and-replace of a suffix (lib/client/README.md says why), so
-//   those tests become one that pins their absence. Their input validation does carry over: values
-//   JSON cannot return as they are (Date, cycles, bigint, holes, binary of any kind) are refused
-//   before anything is sent, with an error that names where they are and not what they hold.
+// - applyHistoryMutations / applyHistoryTransaction (upstream's transaction tests) are ported in
+//   history-transactions.test.ts (SPEC X1). Here: addItems refuses values JSON cannot return as
+//   they are (Date, cycles, bigint, holes, binary other than Uint8Array) before anything is sent,
+//   with an error that names where they are and not what they hold; Uint8Array round-trips.
 import { randomUUID } from 'node:crypto';
 import { isSessionHistoryRewriteAwareSession, isSessionHistoryTransactionAwareSession, type AgentInputItem } from '@openai/agents-core';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
@@ -57,7 +56,7 @@ describe('MemorySession tests, against LineageSession', () => {
       await s.addItems([createUserMessage(`${secret}-added`)]);
       expect(await s.popItem()).toEqual(createUserMessage(`${secret}-added`));
       const refused = await s
-        .addItems([{ ...createUserMessage(secret), providerData: { bytes: new Uint8Array([1]) } }])
+        .addItems([{ ...createUserMessage(secret), providerData: { bytes: new Uint16Array([1]) } }])
         .catch((e: unknown) => e);
       expect(refused).toBeInstanceOf(UnsupportedValueError);
       await s.clearSession();
@@ -115,10 +114,10 @@ describe('MemorySession tests, against LineageSession', () => {
     expect(await session.getItems()).toEqual([createUserMessage('start')]);
   });
 
-  it('offers no history rewrite or transaction (by design: the API cannot replace a suffix atomically)', () => {
+  it('X1: offers history rewrite and transactions (type guards)', () => {
     const session = new LineageSession({ client: other });
-    expect(isSessionHistoryRewriteAwareSession(session)).toBe(false);
-    expect(isSessionHistoryTransactionAwareSession(session)).toBe(false);
+    expect(isSessionHistoryRewriteAwareSession(session)).toBe(true);
+    expect(isSessionHistoryTransactionAwareSession(session)).toBe(true);
   });
 
   it('refuses values it cannot keep (Date, cycle, bigint, hole, NaN, Map) before anything is sent, naming where', async () => {
@@ -153,14 +152,12 @@ describe('MemorySession tests, against LineageSession', () => {
     expect(await session.getItems()).toEqual([start]);
   });
 
-  // Upstream copies shared-backed binary and refuses other typed arrays. We pick one rule for all
-  // binary: refused, because JSON would turn it into {"0":3,"1":7} and read it back as an object.
-  it('refuses binary (Uint8Array, Uint16Array, ArrayBuffer, SharedArrayBuffer-backed, DataView) with a clear error, nothing sent', async () => {
+  // As upstream: Uint8Array (shared-backed too) is kept (stored as {"$bytes": base64}, read back as
+  // bytes); other binary is refused, because JSON would turn it into {"0":3,"1":7}.
+  it('refuses binary other than Uint8Array (Uint16Array, ArrayBuffer, DataView) with a clear error, nothing sent', async () => {
     const w = new Wire(service.baseUrl, apiKey);
     const session = new LineageSession({ client: w.client() });
-    const shared = new Uint8Array(new SharedArrayBuffer(2));
-    shared.set([3, 7]);
-    const values = [new Uint8Array([3, 7]), new Uint16Array([300]), new ArrayBuffer(2), shared, new DataView(new ArrayBuffer(1))];
+    const values = [new Uint16Array([300]), new ArrayBuffer(2), new DataView(new ArrayBuffer(1))];
     for (const bytes of values) {
       const item = { ...createUserMessage('binary'), providerData: { bytes } };
       const err = await session.addItems([item]).catch((e: unknown) => e);

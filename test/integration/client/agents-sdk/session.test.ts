@@ -3,9 +3,8 @@
 // capabilities the runner uses. Rewritten by us to ask them about LineageSession itself (no
 // service needed: the guards look at the object, and constructing one sends nothing).
 //
-// By design LineageSession is compaction-aware (the runner calls runCompaction after each turn
-// it saves) and offers neither history rewrites nor history transactions (the API cannot replace
-// a suffix atomically; lib/client/README.md says why).
+// LineageSession is compaction-aware (the runner calls runCompaction after each turn it saves),
+// history transaction-aware and history rewrite-aware (SPEC X1: POST .../transactions).
 import {
   isOpenAIResponsesCompactionAwareSession,
   isOpenAIResponsesCompactionOwnershipAwareSession,
@@ -14,6 +13,8 @@ import {
   isSessionHistoryTransactionAwareSession,
   type OpenAIResponsesCompactionAwareSession,
   type Session,
+  type SessionHistoryRewriteAwareSession,
+  type SessionHistoryTransactionAwareSession,
 } from '@openai/agents-core';
 import { describe, expect, expectTypeOf, it } from 'vitest';
 import { LineageClient } from '../../../../lib/client/index.js';
@@ -39,9 +40,14 @@ describe('session type guards, asked about LineageSession', () => {
     expect(isOpenAIResponsesCompactionAwareSession(session)).toBe(true);
   });
 
-  it('is not history rewrite-aware, transaction-aware, ownership-aware or run-context-aware (by design)', () => {
-    expect(isSessionHistoryRewriteAwareSession(session)).toBe(false);
-    expect(isSessionHistoryTransactionAwareSession(session)).toBe(false);
+  it('X1: is history transaction-aware and rewrite-aware', () => {
+    expectTypeOf(session).toMatchTypeOf<SessionHistoryTransactionAwareSession>();
+    expectTypeOf(session).toMatchTypeOf<SessionHistoryRewriteAwareSession>();
+    expect(isSessionHistoryTransactionAwareSession(session)).toBe(true);
+    expect(isSessionHistoryRewriteAwareSession(session)).toBe(true);
+  });
+
+  it('is not ownership-aware or run-context-aware (not yet: issue 30 item 3 waits for held compaction attempts)', () => {
     expect(isOpenAIResponsesCompactionOwnershipAwareSession(session)).toBe(false);
     expect(isRunContextAwareSession(session)).toBe(false);
     expect(requests).toEqual([]);
