@@ -83,7 +83,11 @@ export class RedisTenantLimiter implements TenantLimiter {
       compress: make('limit:cpm', settings.compressionsPerMinute, 60),
       bytes: byteWindow(settings, make),
     };
-    this.#points = { request: settings.requestsPerSecond, compress: settings.compressionsPerMinute, bytes: settings.bodyBytesPerSecond ?? 0 };
+    this.#points = {
+      request: settings.requestsPerSecond,
+      compress: settings.compressionsPerMinute,
+      bytes: settings.bodyBytesPerSecond ?? 0,
+    };
     this.#log = log;
   }
 

@@ -30,13 +30,16 @@ beforeAll(async () => {
   for (const t of ['a', 'b']) keys[t] = (await apiKeys.create(`bytes-${t}-${randomUUID().slice(0, 8)}`)).key;
 });
 
+/** The answer's body, as the assertions read it. */
+type Answer = { error: { code: string; message: string }; session: { sessionId: string }; [field: string]: unknown };
+
 async function call(tenant: string, method: string, path: string, body?: unknown) {
   const res = await handleHttpRequest(gatewayEvent(keys[tenant]!, method, path, body), await httpDeps(rt), { requestId: randomUUID() });
-  return { status: res.statusCode, headers: res.headers ?? {}, body: res.body ? (JSON.parse(res.body) as Record<string, any>) : {} };
+  return { status: res.statusCode, headers: res.headers ?? {}, body: res.body ? (JSON.parse(res.body) as Answer) : ({} as Answer) };
 }
 
 async function newSession(tenant: string): Promise<string> {
-  return ((await call(tenant, 'POST', '/sessions', {})).body as { session: { sessionId: string } }).session.sessionId;
+  return (await call(tenant, 'POST', '/sessions', {})).body.session.sessionId;
 }
 
 /** An append of about 10.5 KB: any split of seven over two one-second windows puts four (42 KB) in one. */
