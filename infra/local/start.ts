@@ -46,12 +46,14 @@ const SWEEP_RATE = process.env.LOCAL_SWEEP_RATE || '1 minute';
 const DEV_TENANT = process.env.DEV_TENANT ?? 'dev';
 /**
  * Per-tenant limits under npm start (issue 34): high enough that the README's steps, the example
- * agent and ~10 concurrent agents of one tenant never meet them; a deployed stage defaults to 50 / 60
- * (lib/config.ts). Set either variable to try another value (0 turns a limit off).
+ * agent and ~10 concurrent agents of one tenant never meet them; a deployed stage defaults to 50 / 60 /
+ * 2 MiB/s (lib/config.ts). Set any of them to try another value (0 turns a limit off).
  */
 const LIMITS = {
   RATE_LIMIT_REQUESTS_PER_SECOND: process.env.RATE_LIMIT_REQUESTS_PER_SECOND || '1000',
   RATE_LIMIT_COMPRESSIONS_PER_MINUTE: process.env.RATE_LIMIT_COMPRESSIONS_PER_MINUTE || '600',
+  // 50 MiB/s: an import of 5 MB appends is not refused on one machine; a stage defaults to 2 MiB/s.
+  RATE_LIMIT_BODY_BYTES_PER_SECOND: process.env.RATE_LIMIT_BODY_BYTES_PER_SECOND || String(50 * 1024 * 1024),
 };
 const limitText = (value: string, unit: string) => (Number(value) === 0 ? 'off' : `${value} ${unit}`);
 
@@ -262,7 +264,7 @@ API reference: ${o.baseUrl}/docs  (document: ${o.baseUrl}/openapi.json)
 stack file: ${STACK_FILE}
 data: ${process.env.DYNAMODB_ENDPOINT ? `your DynamoDB at ${process.env.DYNAMODB_ENDPOINT}` : `${DYNAMODB_DIR} (delete it, or npm start -- --fresh, to start empty)`}
 sweep: every ${SWEEP_RATE} (serverless-offline's schedule; LOCAL_SWEEP_RATE)
-per-tenant limits: ${limitText(LIMITS.RATE_LIMIT_REQUESTS_PER_SECOND, 'requests/s')} (RATE_LIMIT_REQUESTS_PER_SECOND), ${limitText(LIMITS.RATE_LIMIT_COMPRESSIONS_PER_MINUTE, 'compressions/min')} (RATE_LIMIT_COMPRESSIONS_PER_MINUTE)
+per-tenant limits: ${limitText(LIMITS.RATE_LIMIT_REQUESTS_PER_SECOND, 'requests/s')} (RATE_LIMIT_REQUESTS_PER_SECOND), ${limitText(LIMITS.RATE_LIMIT_COMPRESSIONS_PER_MINUTE, 'compressions/min')} (RATE_LIMIT_COMPRESSIONS_PER_MINUTE), ${limitText(LIMITS.RATE_LIMIT_BODY_BYTES_PER_SECOND, 'body bytes/s')} (RATE_LIMIT_BODY_BYTES_PER_SECOND)
 SessionCompacted events (JSON lines): ${o.eventsFile}
 dev API key (tenant "${DEV_TENANT}"${reused ? ', same as last run' : ''}):
   ${key}
