@@ -23,8 +23,9 @@ export function versionCondition(meta: MetaItem): string {
 /** No attempt's final commit round holds the seal (or it lapsed): writes wait for that round, so it commits (commit.ts). `:now`. */
 export const UNSEALED = '(attribute_not_exists(#seal) OR #seal.#until < :now)';
 
-/** A4 fairness: no other append holds the session's turn (append-turn.ts), or it lapsed. `:now`, `:turnId` = ours. */
-export const NO_FOREIGN_TURN = '(attribute_not_exists(#turn) OR #turn.#until < :now OR #turn.#id = :turnId)';
+/** A4 fairness: no other append holds the session's append priority (append-priority.ts), or it lapsed. `:now`, `:priorityId` = ours. */
+export const NO_FOREIGN_PRIORITY =
+  '(attribute_not_exists(#appendPriority) OR #appendPriority.#until < :now OR #appendPriority.#id = :priorityId)';
 
 /** The fence counter is usable: present and at or above the generation (or a fresh record), L6. */
 export const FENCE_COUNTER_OK =

@@ -10,12 +10,12 @@ export interface Seal {
 }
 
 /**
- * An append's turn: an append that kept losing version races to other appends takes it, and
- * until it lands (or `until` passes) only it may append (lib/lineage/dynamo/append-turn.ts).
+ * An append's priority (A4 fairness; not a conversation turn, SPEC T): an append that kept losing version races to other appends takes it, and
+ * until it lands (or `until` passes) only it may append (lib/lineage/dynamo/append-priority.ts).
  */
-export interface AppendTurn {
+export interface AppendPriority {
   id: string;
-  /** Epoch ms; an expired turn is ignored by everyone. */
+  /** Epoch ms; an expired mark is ignored by everyone. */
   until: number;
 }
 
@@ -65,7 +65,7 @@ export interface MetaItem {
   attemptShard?: string;
   leaseExpiresAt?: number;
   seal?: Seal;
-  turn?: AppendTurn;
+  appendPriority?: AppendPriority;
   /**
    * Rows (heads and inline parts) of the active generation: reads size their Query's Limit by it
    * (rows.ts). Absent on records older than packed rows, whose rows hold one item each.

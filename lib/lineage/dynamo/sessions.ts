@@ -29,7 +29,7 @@ import { appendIdempotencyKey, attemptShardOf, createIdempotencyKey, metaKey, se
 import { dropParts, partsTask, partsTaskCheck, writeParts } from './parts.js';
 import { encodeItems, packRows, rowItems, type Encoded, type RowRef } from './rows.js';
 import { updateExpression } from './expression.js';
-import { claimTurn, foreignTurnWait, holdsTurn, TURN_AFTER_LOSSES } from './append-turn.js';
+import { claimPriority, foreignPriorityWait, holdsPriority, PRIORITY_AFTER_LOSSES } from './append-priority.js';
 import { assertLive } from './links.js';
 import { conversationIdempotencyKey, conversationItemFor, ConversationTakenError } from './conversation-row.js';
 import { backoffDelay, rounds, sleep } from './retry.js';
@@ -44,13 +44,13 @@ import {
   type Table,
   type TransactItem,
 } from './table.js';
-import { EXISTS, IDEMPOTENCY_CONDITION, LIVE, NO_FOREIGN_TURN, NOT_DELETED, UNSEALED, versionCondition } from './conditions.js';
+import { EXISTS, IDEMPOTENCY_CONDITION, LIVE, NO_FOREIGN_PRIORITY, NOT_DELETED, UNSEALED, versionCondition } from './conditions.js';
 
 /** Version races a pop retries before giving up as retryable (each retry is one round trip). */
 const MAX_WRITE_ROUNDS = 40;
 /**
  * How long an append keeps going before it answers retryable. Not a count of lost races: with
- * the append turn those end after a few rounds; this bounds only a session that cannot be
+ * the append priority those end after a few rounds; this bounds only a session that cannot be
  * written at all (DynamoDB refusing or stalling) within one request's time.
  */
 const APPEND_DEADLINE_MS = 15_000;
@@ -172,16 +172,21 @@ export class Sessions {
     let groups: Encoded[][] | undefined;
     const deadline = this.table.now() + APPEND_DEADLINE_MS;
     let lost = 0;
-    let turnId: string | undefined;
+    let priorityId: string | undefined;
     // Waits scale with how long a write takes now, so a crowd of appends does not flood the record.
     const pace = { writeMs: 10 };
     for (const round of rounds({ until: deadline, now: this.table.now })) {
       try {
         const now = this.table.now();
-        if (lost >= TURN_AFTER_LOSSES && meta && !holdsTurn(meta, turnId, now) && foreignTurnWait(meta, turnId, now) === 0) {
-          meta = await claimTurn(this.table, ref, (turnId ??= randomUUID()));
+        if (
+          lost >= PRIORITY_AFTER_LOSSES &&
+          meta &&
+          !holdsPriority(meta, priorityId, now) &&
+          foreignPriorityWait(meta, priorityId, now) === 0
+        ) {
+          meta = await claimPriority(this.table, ref, (priorityId ??= randomUUID()));
         }
-        meta = await this.writableMeta(ref, meta, { turnId, pace });
+        meta = await this.writableMeta(ref, meta, { priorityId, pace });
       } catch (err) {
         // A retry that raced its own first try: that try may have landed just before the session
         // ended (our key read came first). Once ended, nothing more can land, so a second read of
@@ -230,13 +235,13 @@ export class Sessions {
       };
       const session = toSessionRecord(after);
       const response: StoredResponse | undefined = input.respond?.(session, n);
-      const mine = holdsTurn(meta, turnId, this.table.now());
+      const mine = holdsPriority(meta, priorityId, this.table.now());
       const entries: TransactItem[] = [
         this.table.metaUpdate(
           ref,
           {
-            update: `SET #lastSeq = :last ADD #messageCount :n, #tokenEstimate :tok, #rows :rows, #version :one${mine ? ' REMOVE #turn' : ''}`,
-            condition: `${LIVE} AND ${UNSEALED} AND ${NO_FOREIGN_TURN} AND ${versionCondition(meta)}`,
+            update: `SET #lastSeq = :last ADD #messageCount :n, #tokenEstimate :tok, #rows :rows, #version :one${mine ? ' REMOVE #appendPriority' : ''}`,
+            condition: `${LIVE} AND ${UNSEALED} AND ${NO_FOREIGN_PRIORITY} AND ${versionCondition(meta)}`,
           },
           {
             ':last': after.lastSeq,
@@ -246,7 +251,7 @@ export class Sessions {
             ':one': 1,
             ':now': this.table.now(),
             ':v': meta.version,
-            ':turnId': turnId ?? '-',
+            ':priorityId': priorityId ?? '-',
           },
         ),
         ...rows.heads.map((m) => this.table.put(m)),
@@ -265,7 +270,7 @@ export class Sessions {
       const sent = this.table.now();
       try {
         await this.table.transact('append items', entries);
-        this.table.records.set(mine ? { ...after, turn: undefined } : after);
+        this.table.records.set(mine ? { ...after, appendPriority: undefined } : after);
         return { replayed: false, session, appended: n, ...(response ? { response } : {}) };
       } catch (err) {
         const idemAt = entries.length - 1;
@@ -280,8 +285,8 @@ export class Sessions {
         else this.table.records.drop(pk);
         lost++;
         pace.writeMs = Math.max(1, this.table.now() - sent);
-        // Holding the turn, go again at once: no other append can land until we do.
-        if (!(meta && holdsTurn(meta, turnId, this.table.now()))) {
+        // Holding the priority, go again at once: no other append can land until we do.
+        if (!(meta && holdsPriority(meta, priorityId, this.table.now()))) {
           await sleep(backoffDelay(Math.min(round, 4), { baseDelayMs: pace.writeMs, maxDelayMs: 20 * pace.writeMs }));
         }
       }
@@ -291,24 +296,24 @@ export class Sessions {
 
   /**
    * The session an append or pop may write to: it exists, is not deleted or ended (an ended one
-   * names its live tip), and no attempt's seal is up, nor for an append another append's turn
-   * (wait it out: each lasts one write). Pops ignore turns: they are rare and cannot starve one.
+   * names its live tip), and no attempt's seal is up, nor for an append another append's priority
+   * (wait it out: each lasts one write). Pops ignore append priority: they are rare and cannot starve one.
    */
   private async writableMeta(
     ref: SessionRef,
     known: MetaItem | undefined,
-    append?: { turnId: string | undefined; pace: { writeMs: number } },
+    append?: { priorityId: string | undefined; pace: { writeMs: number } },
   ): Promise<MetaItem> {
     let read = known;
     for (;;) {
       const meta = await assertLive(this.table, ref, read);
       const now = this.table.now();
       const sealWait = (meta.seal?.until ?? 0) - now;
-      const turnWait = append ? foreignTurnWait(meta, append.turnId, now) : 0;
-      if (sealWait <= 0 && turnWait <= 0) return meta;
-      // A turn lasts about one write of its holder: look again after about that long (jittered).
+      const priorityWait = append ? foreignPriorityWait(meta, append.priorityId, now) : 0;
+      if (sealWait <= 0 && priorityWait <= 0) return meta;
+      // A priority mark lasts about one write of its holder: look again after about that long (jittered).
       const poll = sealWait > 0 ? SEAL_POLL_MS : append!.pace.writeMs * (1 + Math.random());
-      await sleep(Math.min(poll, Math.max(sealWait, turnWait)));
+      await sleep(Math.min(poll, Math.max(sealWait, priorityWait)));
       read = await this.table.getMeta(ref);
     }
   }
@@ -429,7 +434,7 @@ export function tombstoneEntries(table: Table, meta: MetaItem): TransactItem[] {
       {
         update:
           'SET #deletedAt = :at ADD #version :one ' +
-          'REMOVE #metadataJson, #metadata, #attempt, #attemptShard, #leaseExpiresAt, #attemptWatermark, #seal, #turn',
+          'REMOVE #metadataJson, #metadata, #attempt, #attemptShard, #leaseExpiresAt, #attemptWatermark, #seal, #appendPriority',
         condition: NOT_DELETED,
       },
       { ':at': table.isoNow(), ':one': 1 },
