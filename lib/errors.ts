@@ -25,6 +25,13 @@ export type ErrorCode =
   | 'unavailable'
   | 'outcome_unknown'
   | 'rate_limited'
+  | 'conversation_busy'
+  | 'turn_superseded'
+  | 'turn_expired'
+  | 'turn_ended'
+  | 'turn_required'
+  | 'turn_token_invalid'
+  | 'rollback_unavailable'
   | 'internal';
 
 export interface ServiceErrorInit {

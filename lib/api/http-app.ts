@@ -47,7 +47,11 @@ export interface HttpResponse {
   body?: string;
 }
 
-const paramSchemas: Record<string, typeof sessionIdParam> = { id: sessionIdParam, conversationId: conversationIdParam };
+const paramSchemas: Record<string, typeof sessionIdParam> = {
+  id: sessionIdParam,
+  conversationId: conversationIdParam,
+  turnId: sessionIdParam,
+};
 
 /** Session and conversation compress routes (a conversation's acts on its live session). */
 const COMPRESS_SUFFIX = '/compress';

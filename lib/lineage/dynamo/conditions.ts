@@ -61,3 +61,24 @@ export const IDEMPOTENCY_CONDITION = 'attribute_not_exists(pk) OR #expiresAt < :
 
 /** K2: the conversation's record still names the parent as its live tip (the rotation moves it). `:parent`. */
 export const TIP_IS_PARENT = '#live = :parent';
+
+/** T1: no turn is current (none, or it expired: expiry is a condition, not a job, T6). `:now`. */
+export const NO_LIVE_TURN = '(attribute_not_exists(#activeTurn) OR #activeTurn.#expiresAt < :now)';
+
+/** T2 enqueue: nobody waits for the conversation, so a plain begin jumps no queue. `:zero`. */
+export const NO_TURN_WAITERS = '(attribute_not_exists(#turnQueue) OR size(#turnQueue) = :zero)';
+
+/**
+ * T3: the write's turn is the current one, its token matches and it has not expired. Checked in
+ * the write's own transaction, so a superseded, ended or expired turn never writes.
+ * `:turnId`, `:tokenHash`, `:now`.
+ */
+export const OUR_TURN = '(#activeTurn.#turnId = :turnId AND #activeTurn.#tokenHash = :tokenHash AND #activeTurn.#expiresAt >= :now)';
+
+/** T5: the conversation does not require turns (a write without a token may land). `:required`. */
+export const TURNS_NOT_REQUIRED = '(attribute_not_exists(#turnPolicy) OR #turnPolicy <> :required)';
+
+/** T2/T4: the turn state is as read (enqueue grants, rollbacks and rotations copy it). `:turnSeq`. */
+export function turnStateCondition(meta: MetaItem): string {
+  return meta.turnSeq === undefined ? 'attribute_not_exists(#turnSeq)' : '#turnSeq = :turnSeq';
+}

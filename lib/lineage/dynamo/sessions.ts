@@ -22,6 +22,7 @@ import type {
   PreparedItems,
   SessionRecord,
   StoredResponse,
+  TurnCredential,
 } from '../types.js';
 import { idempotencyRecord, liveRecord, replay, type IdempotencyRecord } from './idempotency.js';
 import { isLiveTip, toSessionRecord, type MetaItem } from './meta-row.js';
@@ -45,6 +46,8 @@ import {
   type TransactItem,
 } from './table.js';
 import { EXISTS, IDEMPOTENCY_CONDITION, LIVE, NO_FOREIGN_PRIORITY, NOT_DELETED, UNSEALED, versionCondition } from './conditions.js';
+import { OUR_TURN, TURNS_NOT_REQUIRED } from './conditions.js';
+import { hashToken, writeRefusal } from './turn-row.js';
 
 /** Version races a pop retries before giving up as retryable (each retry is one round trip). */
 const MAX_WRITE_ROUNDS = 40;
@@ -60,6 +63,15 @@ function fitsOneTransaction(table: Table, rows: { heads: unknown[]; parts: unkno
   return (
     2 + rows.heads.length + rows.parts.length <= TRANSACTION_ENTRIES && rows.bytes + (withKey ? 20_000 : 2_000) <= table.transactionBytes
   );
+}
+
+/** T3/T5: a write with a token lands only under its current turn; one without only if turns are optional. */
+function turnClause(turn: TurnCredential | undefined): string {
+  return turn ? OUR_TURN : TURNS_NOT_REQUIRED;
+}
+
+function turnValues(turn: TurnCredential | undefined): Record<string, unknown> {
+  return turn ? { ':turnId': turn.turnId, ':tokenHash': hashToken(turn.token) } : { ':required': 'required' };
 }
 
 /** An append that meets an attempt's seal polls this often until it lifts (it lasts milliseconds). */
@@ -240,10 +252,11 @@ export class Sessions {
         this.table.metaUpdate(
           ref,
           {
-            update: `SET #lastSeq = :last ADD #messageCount :n, #tokenEstimate :tok, #rows :rows, #version :one${mine ? ' REMOVE #appendPriority' : ''}`,
-            condition: `${LIVE} AND ${UNSEALED} AND ${NO_FOREIGN_PRIORITY} AND ${versionCondition(meta)}`,
+            update: `SET #lastSeq = :last ADD #messageCount :n, #tokenEstimate :tok, #rows :rows, #version :one${input.turn ? ', #turnAppended :n' : ''}${mine ? ' REMOVE #appendPriority' : ''}`,
+            condition: `${LIVE} AND ${UNSEALED} AND ${NO_FOREIGN_PRIORITY} AND ${versionCondition(meta)} AND ${turnClause(input.turn)}`,
           },
           {
+            ...turnValues(input.turn),
             ':last': after.lastSeq,
             ':n': n,
             ':rows': rows.heads.length + (ahead.w ? 0 : rows.parts.length),
@@ -281,6 +294,9 @@ export class Sessions {
         if (!conditionFailedAt(err, 0)) throw err;
         // Another append, a pop, a begin or a commit moved the session: go again from what it saw.
         meta = oldImageOf(err, 0);
+        // T3/T5: refused for its turn (or for having none), the append is answered, not retried.
+        const refusal = meta && isLiveTip(meta) ? writeRefusal(meta, input.turn, this.table.now()) : null;
+        if (refusal) throw refusal;
         if (meta) this.table.records.set(meta);
         else this.table.records.drop(pk);
         lost++;
@@ -318,7 +334,7 @@ export class Sessions {
     }
   }
 
-  async popLast(ref: SessionRef): Promise<PopResult> {
+  async popLast(ref: SessionRef, turn?: TurnCredential): Promise<PopResult> {
     const pk = sessionPk(ref);
     let meta = await this.table.getMeta(ref);
     for (const round of rounds({ max: MAX_WRITE_ROUNDS })) {
@@ -344,9 +360,10 @@ export class Sessions {
               update: `ADD #messageCount :minus, #tokenEstimate :tok, #version :one${rowsGone ? ', #rows :rowsGone' : ''}${stale ? ' SET #attempt.#stale = :true' : ''}`,
               // Marking needs the attempt still there: ending one (Attempts.clear) does not move the
               // version, and SET on a removed map's member is refused outright (a 500, not a retry).
-              condition: `${LIVE} AND ${UNSEALED} AND ${versionCondition(meta)}${stale ? ' AND #attempt.#attemptId = :aid' : ''}`,
+              condition: `${LIVE} AND ${UNSEALED} AND ${versionCondition(meta)} AND ${turnClause(turn)}${stale ? ' AND #attempt.#attemptId = :aid' : ''}`,
             },
             {
+              ...turnValues(turn),
               ':minus': -1,
               ':rowsGone': -rowsGone,
               ':tok': -tokens,
@@ -362,8 +379,11 @@ export class Sessions {
         if (after.attempt && stale) after.attempt = { ...after.attempt, stale: true };
         return { session: toSessionRecord(after), removed: itemOf(last) };
       } catch (err) {
-        if (conditionFailedAt(err, 0)) meta = oldImageOf(err, 0);
-        else if (conditionFailedAt(err, 1)) meta = await this.table.getMeta(ref);
+        if (conditionFailedAt(err, 0)) {
+          meta = oldImageOf(err, 0);
+          const refusal = meta && isLiveTip(meta) ? writeRefusal(meta, turn, this.table.now()) : null;
+          if (refusal) throw refusal;
+        } else if (conditionFailedAt(err, 1)) meta = await this.table.getMeta(ref);
         else throw err;
         await sleep(backoffDelay(Math.min(round, 3), { baseDelayMs: 5, maxDelayMs: 100 }));
       }

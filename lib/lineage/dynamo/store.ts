@@ -32,6 +32,11 @@ import type {
   SessionRecord,
   StoreTask,
   SweepPage,
+  BeginTurnInput,
+  TurnCredential,
+  TurnGrant,
+  TurnPolicy,
+  TurnView,
 } from '../types.js';
 import type { Item } from '../../items/types.js';
 import { Attempts } from './attempts.js';
@@ -42,6 +47,7 @@ import { toSessionRecord } from './meta-row.js';
 import { metaKey, sessionPk } from './keys.js';
 import { chainOf, childKeysOf, liveTip } from './links.js';
 import { Sessions } from './sessions.js';
+import { Turns } from './turns.js';
 import { readAll, readPage, readTail } from './reads.js';
 import { Table, type TableOptions } from './table.js';
 
@@ -61,6 +67,7 @@ export class DynamoLineageStore implements LineageStore {
   private readonly commits: Commits;
   private readonly forks: Forks;
   private readonly conversations: Conversations;
+  private readonly turns: Turns;
   private readonly retention: number;
 
   constructor(opts: DynamoLineageStoreOptions) {
@@ -70,6 +77,7 @@ export class DynamoLineageStore implements LineageStore {
     this.commits = new Commits(this.table, this.attempts);
     this.forks = new Forks(this.table);
     this.conversations = new Conversations(this.table, this.sessions);
+    this.turns = new Turns(this.table);
     this.retention = opts.archiveRetentionSeconds ?? DEFAULT_ARCHIVE_RETENTION_S;
   }
 
@@ -91,8 +99,28 @@ export class DynamoLineageStore implements LineageStore {
   readAll(ref: SessionRef): Promise<Item[]> {
     return readAll(this.table, ref);
   }
-  popLast(ref: SessionRef): Promise<PopResult> {
-    return this.sessions.popLast(ref);
+  popLast(ref: SessionRef, turn?: TurnCredential): Promise<PopResult> {
+    return this.sessions.popLast(ref, turn);
+  }
+
+  beginTurn(ref: SessionRef, input: BeginTurnInput): Promise<TurnGrant> {
+    return this.turns.begin(ref, input);
+  }
+
+  heartbeatTurn(ref: SessionRef, turn: TurnCredential, ttlMs: number): Promise<TurnView> {
+    return this.turns.heartbeat(ref, turn, ttlMs);
+  }
+
+  endTurn(ref: SessionRef, turn: TurnCredential): Promise<void> {
+    return this.turns.end(ref, turn);
+  }
+
+  currentTurn(ref: SessionRef): Promise<TurnView | null> {
+    return this.turns.current(ref);
+  }
+
+  setTurnPolicy(ref: SessionRef, policy: TurnPolicy): Promise<void> {
+    return this.turns.setPolicy(ref, policy);
   }
 
   async deleteSession(ref: SessionRef): Promise<void> {
