@@ -239,6 +239,90 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/conversations/{conversationId}/turns": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The conversation's id, chosen by the client (or a root session's id for a chain made with POST /sessions); scoped to the tenant */
+                conversationId: components["parameters"]["ConversationId"];
+            };
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Begin a turn: one writer per conversation at a time (T1, T2) */
+        post: operations["beginTurn"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/conversations/{conversationId}/turns/current": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The conversation's id, chosen by the client (or a root session's id for a chain made with POST /sessions); scoped to the tenant */
+                conversationId: components["parameters"]["ConversationId"];
+            };
+            cookie?: never;
+        };
+        /** The current turn, or null (never its token) */
+        get: operations["getCurrentTurn"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/conversations/{conversationId}/turns/{turnId}/heartbeat": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The conversation's id, chosen by the client (or a root session's id for a chain made with POST /sessions); scoped to the tenant */
+                conversationId: components["parameters"]["ConversationId"];
+                /** @description The turn's id (from its begin) */
+                turnId: components["parameters"]["TurnId"];
+            };
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Extend the turn's expiry (T6) */
+        post: operations["heartbeatTurn"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/conversations/{conversationId}/turns/{turnId}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The conversation's id, chosen by the client (or a root session's id for a chain made with POST /sessions); scoped to the tenant */
+                conversationId: components["parameters"]["ConversationId"];
+                /** @description The turn's id (from its begin) */
+                turnId: components["parameters"]["TurnId"];
+            };
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        post?: never;
+        /** End the turn (ending it again is a no-op) */
+        delete: operations["endTurn"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
 }
 export type webhooks = Record<string, never>;
 export interface components {
@@ -408,7 +492,7 @@ export interface components {
         };
         ErrorBody: {
             /** @enum {string} */
-            code: "invalid_json" | "invalid_request" | "unauthorized" | "not_found" | "method_not_allowed" | "session_ended" | "chain_deleted" | "count_mismatch" | "cursor_stale" | "lineage_too_deep" | "conflict" | "format_mismatch" | "payload_too_large" | "unsupported_media_type" | "idempotency_key_reused" | "lease_unavailable" | "unavailable" | "outcome_unknown" | "rate_limited" | "internal";
+            code: "invalid_json" | "invalid_request" | "unauthorized" | "not_found" | "method_not_allowed" | "session_ended" | "chain_deleted" | "count_mismatch" | "cursor_stale" | "lineage_too_deep" | "conflict" | "format_mismatch" | "payload_too_large" | "unsupported_media_type" | "idempotency_key_reused" | "lease_unavailable" | "unavailable" | "outcome_unknown" | "rate_limited" | "internal" | "conversation_busy" | "turn_superseded" | "turn_expired" | "turn_ended" | "turn_required" | "turn_token_invalid" | "rollback_unavailable";
             message: string;
             requestId?: string;
         };
@@ -453,6 +537,7 @@ export interface components {
             metadata: {
                 [key: string]: unknown;
             };
+            turns?: components["schemas"]["TurnPolicy"];
         };
         ConversationResponse: {
             conversation: components["schemas"]["Conversation"];
@@ -468,12 +553,70 @@ export interface components {
             metadata?: {
                 [key: string]: unknown;
             };
+            turns?: components["schemas"]["TurnPolicy"];
         };
         PatchConversationRequest: {
             /** @description Replaces the conversation's metadata */
-            metadata: {
+            metadata?: {
                 [key: string]: unknown;
             };
+            turns?: components["schemas"]["TurnPolicy"];
+        };
+        /**
+         * @description T5: with required, a write (append, pop) without the Turn-Token of the current turn answers 409 turn_required
+         * @enum {string}
+         */
+        TurnPolicy: "optional" | "required";
+        Turn: {
+            turnId: string;
+            /** Format: date-time */
+            startedAt: string;
+            /** Format: date-time */
+            expiresAt: string;
+        };
+        GrantedTurn: {
+            turnId: string;
+            /** @description The turn's secret: send it as the Turn-Token header of every write of the turn. Answered here only. */
+            turnToken: string;
+            /** @description Grows with every grant on the conversation */
+            fence: number;
+            /** Format: date-time */
+            startedAt: string;
+            /** Format: date-time */
+            expiresAt: string;
+        };
+        BeginTurnRequest: {
+            /**
+             * @description What to do when another turn is active (default reject)
+             * @enum {string}
+             */
+            strategy?: "reject" | "enqueue" | "interrupt" | "rollback";
+            /** @description Expiry without heartbeats (default 300000) */
+            ttlMs?: number;
+            /** @description enqueue only: how long to wait (default 20000) */
+            waitMs?: number;
+        };
+        HeartbeatTurnRequest: {
+            /** @description New expiry from now (default 300000) */
+            ttlMs?: number;
+        };
+        BeginTurnResponse: {
+            turn: components["schemas"]["GrantedTurn"];
+        };
+        TurnResponse: {
+            turn: components["schemas"]["Turn"];
+        };
+        CurrentTurnResponse: {
+            turn: components["schemas"]["Turn"] | null;
+        };
+        ConversationBusyError: {
+            error: components["schemas"]["ErrorBody"];
+            /** @description The active turn (null: only queued begins are ahead) */
+            activeTurn: components["schemas"]["Turn"] | null;
+        };
+        TurnError: {
+            error: components["schemas"]["ErrorBody"];
+            turnId: string;
         };
     };
     responses: {
@@ -567,6 +710,12 @@ export interface components {
         IdempotencyKey: string;
         /** @description The conversation's id, chosen by the client (or a root session's id for a chain made with POST /sessions); scoped to the tenant */
         ConversationId: string;
+        /** @description The turn's id (from its begin) */
+        TurnId: string;
+        /** @description T3: the turn's token; the write lands only while that turn is current (409 turn_superseded / turn_ended / turn_expired otherwise, 403 turn_token_invalid for a token that does not match) */
+        TurnToken: string;
+        /** @description T3: the turn's token; the write lands only while that turn is current (409 turn_superseded / turn_ended / turn_expired otherwise, 403 turn_token_invalid for a token that does not match) */
+        TurnTokenRequired: string;
     };
     requestBodies: never;
     headers: never;
@@ -726,6 +875,8 @@ export interface operations {
             header?: {
                 /** @description Applies the request at most once (24 h); a retry with the same key and body gets the first response */
                 "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+                /** @description T3: the turn's token; the write lands only while that turn is current (409 turn_superseded / turn_ended / turn_expired otherwise, 403 turn_token_invalid for a token that does not match) */
+                "Turn-Token"?: components["parameters"]["TurnToken"];
             };
             path: {
                 id: components["parameters"]["SessionId"];
@@ -753,14 +904,23 @@ export interface operations {
             };
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
+            /** @description turn_token_invalid: the token does not belong to this turn; nothing changed */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
             404: components["responses"]["NotFound"];
-            /** @description session_ended (continue on liveSessionId, the live tip of the chain), count_mismatch (expectedCount differs; messageCount is the current count) or lineage_too_deep (the session ended and its chain is longer than the service follows) */
+            /** @description session_ended (continue on liveSessionId, the live tip of the chain), count_mismatch (expectedCount differs; messageCount is the current count) or lineage_too_deep (the session ended and its chain is longer than the service follows); turn_superseded, turn_ended, turn_expired (the Turn-Token's turn is not current) or turn_required (T5: the conversation requires a turn) */
             409: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["SessionEndedError"] | components["schemas"]["CountMismatchError"] | components["schemas"]["Error"];
+                    "application/json": components["schemas"]["SessionEndedError"] | components["schemas"]["CountMismatchError"] | components["schemas"]["Error"] | components["schemas"]["TurnError"];
                 };
             };
             413: components["responses"]["TooLarge"];
@@ -774,7 +934,10 @@ export interface operations {
     popMessage: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description T3: the turn's token; the write lands only while that turn is current (409 turn_superseded / turn_ended / turn_expired otherwise, 403 turn_token_invalid for a token that does not match) */
+                "Turn-Token"?: components["parameters"]["TurnToken"];
+            };
             path: {
                 id: components["parameters"]["SessionId"];
             };
@@ -793,14 +956,23 @@ export interface operations {
             };
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
+            /** @description turn_token_invalid: the token does not belong to this turn; nothing changed */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
             404: components["responses"]["NotFound"];
-            /** @description session_ended (continue on liveSessionId) or lineage_too_deep (the session ended and its chain is longer than the service follows) */
+            /** @description session_ended (continue on liveSessionId) or lineage_too_deep (the session ended and its chain is longer than the service follows); turn_superseded, turn_ended, turn_expired (the Turn-Token's turn is not current) or turn_required (T5: the conversation requires a turn) */
             409: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["SessionEndedError"] | components["schemas"]["Error"];
+                    "application/json": components["schemas"]["SessionEndedError"] | components["schemas"]["Error"] | components["schemas"]["TurnError"];
                 };
             };
             429: components["responses"]["RateLimited"];
@@ -1105,6 +1277,8 @@ export interface operations {
             header?: {
                 /** @description Applies the request at most once (24 h); a retry with the same key and body gets the first response */
                 "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+                /** @description T3: the turn's token; the write lands only while that turn is current (409 turn_superseded / turn_ended / turn_expired otherwise, 403 turn_token_invalid for a token that does not match) */
+                "Turn-Token"?: components["parameters"]["TurnToken"];
             };
             path: {
                 /** @description The conversation's id, chosen by the client (or a root session's id for a chain made with POST /sessions); scoped to the tenant */
@@ -1133,14 +1307,23 @@ export interface operations {
             };
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
+            /** @description turn_token_invalid: the token does not belong to this turn; nothing changed */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
             404: components["responses"]["NotFound"];
-            /** @description count_mismatch (expectedCount differs from the live session's count) or lineage_too_deep; never session_ended: an append racing a rotation lands on the parent before its commit or on the child after it */
+            /** @description count_mismatch (expectedCount differs from the live session's count) or lineage_too_deep; never session_ended: an append racing a rotation lands on the parent before its commit or on the child after it; turn_superseded, turn_ended, turn_expired (the Turn-Token's turn is not current) or turn_required (T5: the conversation requires a turn) */
             409: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["SessionEndedError"] | components["schemas"]["CountMismatchError"] | components["schemas"]["Error"];
+                    "application/json": components["schemas"]["SessionEndedError"] | components["schemas"]["CountMismatchError"] | components["schemas"]["Error"] | components["schemas"]["TurnError"];
                 };
             };
             413: components["responses"]["TooLarge"];
@@ -1153,7 +1336,10 @@ export interface operations {
     popConversationMessage: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description T3: the turn's token; the write lands only while that turn is current (409 turn_superseded / turn_ended / turn_expired otherwise, 403 turn_token_invalid for a token that does not match) */
+                "Turn-Token"?: components["parameters"]["TurnToken"];
+            };
             path: {
                 /** @description The conversation's id, chosen by the client (or a root session's id for a chain made with POST /sessions); scoped to the tenant */
                 conversationId: components["parameters"]["ConversationId"];
@@ -1173,14 +1359,23 @@ export interface operations {
             };
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
+            /** @description turn_token_invalid: the token does not belong to this turn; nothing changed */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
             404: components["responses"]["NotFound"];
-            /** @description session_ended (continue on liveSessionId) or lineage_too_deep (the session ended and its chain is longer than the service follows) */
+            /** @description session_ended (continue on liveSessionId) or lineage_too_deep (the session ended and its chain is longer than the service follows); turn_superseded, turn_ended, turn_expired (the Turn-Token's turn is not current) or turn_required (T5: the conversation requires a turn) */
             409: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["SessionEndedError"] | components["schemas"]["Error"];
+                    "application/json": components["schemas"]["SessionEndedError"] | components["schemas"]["Error"] | components["schemas"]["TurnError"];
                 };
             };
             500: components["responses"]["Internal"];
@@ -1256,6 +1451,180 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+        };
+    };
+    beginTurn: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The conversation's id, chosen by the client (or a root session's id for a chain made with POST /sessions); scoped to the tenant */
+                conversationId: components["parameters"]["ConversationId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: {
+            content: {
+                "application/json": components["schemas"]["BeginTurnRequest"];
+            };
+        };
+        responses: {
+            /** @description Granted */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["BeginTurnResponse"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            404: components["responses"]["NotFound"];
+            /** @description conversation_busy (another turn is active: retry after Retry-After, or use another strategy) or rollback_unavailable (a compaction summarized items of the active turn: nothing changed) */
+            409: {
+                headers: {
+                    "Retry-After"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ConversationBusyError"] | components["schemas"]["Error"];
+                };
+            };
+            500: components["responses"]["Internal"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    getCurrentTurn: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The conversation's id, chosen by the client (or a root session's id for a chain made with POST /sessions); scoped to the tenant */
+                conversationId: components["parameters"]["ConversationId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The current turn */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CurrentTurnResponse"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            404: components["responses"]["NotFound"];
+            500: components["responses"]["Internal"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    heartbeatTurn: {
+        parameters: {
+            query?: never;
+            header: {
+                /** @description T3: the turn's token; the write lands only while that turn is current (409 turn_superseded / turn_ended / turn_expired otherwise, 403 turn_token_invalid for a token that does not match) */
+                "Turn-Token": components["parameters"]["TurnTokenRequired"];
+            };
+            path: {
+                /** @description The conversation's id, chosen by the client (or a root session's id for a chain made with POST /sessions); scoped to the tenant */
+                conversationId: components["parameters"]["ConversationId"];
+                /** @description The turn's id (from its begin) */
+                turnId: components["parameters"]["TurnId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: {
+            content: {
+                "application/json": components["schemas"]["HeartbeatTurnRequest"];
+            };
+        };
+        responses: {
+            /** @description Extended */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["TurnResponse"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            /** @description turn_token_invalid: the token does not belong to this turn; nothing changed */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            404: components["responses"]["NotFound"];
+            /** @description turn_superseded, turn_ended or turn_expired: the turn is not current; nothing changed (or session_ended while a rotation moves the conversation) */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["TurnError"];
+                };
+            };
+            500: components["responses"]["Internal"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    endTurn: {
+        parameters: {
+            query?: never;
+            header: {
+                /** @description T3: the turn's token; the write lands only while that turn is current (409 turn_superseded / turn_ended / turn_expired otherwise, 403 turn_token_invalid for a token that does not match) */
+                "Turn-Token": components["parameters"]["TurnTokenRequired"];
+            };
+            path: {
+                /** @description The conversation's id, chosen by the client (or a root session's id for a chain made with POST /sessions); scoped to the tenant */
+                conversationId: components["parameters"]["ConversationId"];
+                /** @description The turn's id (from its begin) */
+                turnId: components["parameters"]["TurnId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Ended */
+            204: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            /** @description turn_token_invalid: the token does not belong to this turn; nothing changed */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            404: components["responses"]["NotFound"];
+            /** @description turn_superseded, turn_ended or turn_expired: the turn is not current; nothing changed (or session_ended while a rotation moves the conversation) */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["TurnError"];
+                };
+            };
+            500: components["responses"]["Internal"];
+            503: components["responses"]["Unavailable"];
         };
     };
 }
