@@ -31,6 +31,13 @@ export type ErrorCode =
   | 'committed'
   | 'commit_in_progress'
   | 'agent_engine'
+  | 'conversation_busy'
+  | 'turn_superseded'
+  | 'turn_expired'
+  | 'turn_ended'
+  | 'turn_required'
+  | 'turn_token_invalid'
+  | 'rollback_unavailable'
   | 'internal';
 
 export interface ServiceErrorInit {

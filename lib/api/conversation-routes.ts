@@ -11,9 +11,9 @@ import {
   CursorStaleError,
   StoreRetryableError,
 } from '../lineage/errors.js';
-import type { ConversationRecord, SessionRecord } from '../lineage/types.js';
+import type { ConversationRecord, SessionRecord, TurnPolicy } from '../lineage/types.js';
 import type { SessionRef } from '../session-ref.js';
-import { HttpError } from './errors.js';
+import { HttpError, invalidField } from './errors.js';
 import { LiveTips, type KnownTip } from './live-tips.js';
 import {
   appendTo,
@@ -146,7 +146,7 @@ async function describe(ctx: RouteContext, conv: ConversationRecord, live?: Sess
   if (!session) throw conversationNotFound(conv.conversationId);
   if (isEnded(session)) session = null;
   tipsOf(ctx.deps).set(ctx.tenantId, conv.conversationId, tipOf(conv));
-  return conversationView(conv, session?.messageCount ?? 0);
+  return conversationView(conv, session?.messageCount ?? 0, session ? (session.turnPolicy ?? 'optional') : undefined);
 }
 
 function tipRefOf(ctx: RouteContext, conv: ConversationRecord): SessionRef {
@@ -166,6 +166,14 @@ async function readWithLive(ctx: RouteContext): Promise<{ conv: ConversationReco
     throw conversationNotFound(id);
   }
   return { conv, ...(live !== undefined ? { live } : {}) };
+}
+
+/** T5: the policy lives on the live session's record (its writes check it in their own transaction). */
+async function setTurnPolicy(ctx: RouteContext, policy: TurnPolicy): Promise<void> {
+  await onLive(ctx, async (ref) => {
+    await ctx.deps.store.setTurnPolicy(ref, policy);
+    return { result: { status: 204 } };
+  });
 }
 
 function withConversationErrors<T>(ctx: RouteContext, work: () => Promise<T>): Promise<T> {
@@ -196,10 +204,9 @@ export const conversationRoutes: readonly Route[] = [
           },
           body.format !== undefined,
         );
-        if (r.created) {
-          tipsOf(ctx.deps).set(ctx.tenantId, convIdOf(ctx), tipOf(r.conversation));
-          return { status: 201, body: { conversation: conversationView(r.conversation, 0) } };
-        }
+        if (r.created) tipsOf(ctx.deps).set(ctx.tenantId, convIdOf(ctx), tipOf(r.conversation));
+        if (body.turns !== undefined) await setTurnPolicy(ctx, body.turns);
+        if (r.created) return { status: 201, body: { conversation: conversationView(r.conversation, 0, body.turns ?? 'optional') } };
         try {
           return { status: 200, body: { conversation: await describe(ctx, r.conversation) } };
         } catch (err) {
@@ -222,12 +229,19 @@ export const conversationRoutes: readonly Route[] = [
     path: '/conversations/{conversationId}',
     async handle(ctx) {
       const body = parseWith(patchConversationBody, ctx.body, 'body');
-      assertMetadata(body.metadata);
+      if (body.metadata === undefined && body.turns === undefined) throw invalidField('body', 'give metadata, turns or both');
+      if (body.metadata !== undefined) assertMetadata(body.metadata);
       const id = convIdOf(ctx);
+      if (body.turns !== undefined) await setTurnPolicy(ctx, body.turns);
+      if (body.metadata === undefined) {
+        const { conv, live } = await readWithLive(ctx);
+        return { status: 200, body: { conversation: await describe(ctx, conv, live) } };
+      }
+      const metadata = body.metadata;
       const known = tipsOf(ctx.deps).get(ctx.tenantId, id);
       const [conv, live] = await withConversationErrors(ctx, () =>
         Promise.all([
-          ctx.deps.store.updateConversationMetadata(ctx.tenantId, id, body.metadata),
+          ctx.deps.store.updateConversationMetadata(ctx.tenantId, id, metadata),
           known ? ctx.deps.store.getSession({ tenantId: ctx.tenantId, sessionId: known.liveSessionId }) : Promise.resolve(undefined),
         ]),
       );

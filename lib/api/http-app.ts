@@ -51,6 +51,7 @@ const paramSchemas: Record<string, typeof sessionIdParam> = {
   id: sessionIdParam,
   conversationId: conversationIdParam,
   attemptId: attemptIdParam,
+  turnId: sessionIdParam,
 };
 
 /** Session and conversation compress routes (a conversation's acts on its live session). */

@@ -13,6 +13,7 @@ import type { SessionRef } from '../session-ref.js';
 import { requestDigest } from './canonical-json.js';
 import { compactionRoutes } from './compaction-routes.js';
 import { conversationRoutes } from './conversation-routes.js';
+import { turnRoutes, turnTokenOf } from './turn-routes.js';
 import { HttpError, invalidField, leaseUnavailable, notFound } from './errors.js';
 import type { LiveTips } from './live-tips.js';
 import { appendBody, assertMetadata, compressBody, createSessionBody, DEFAULT_LIMIT, listMessagesQuery, parseWith } from './schemas.js';
@@ -164,6 +165,7 @@ export const routes: readonly Route[] = [
   ...conversationRoutes,
   ...compactionRoutes,
   ...transactionRoutes,
+  ...turnRoutes,
 ];
 
 /** What a session operation answered, and the session it acted on as the answer shows it. */
@@ -189,6 +191,7 @@ export async function appendTo(ctx: RouteContext, ref: SessionRef, scope?: Conve
     ...optional('expectedCount', body.expectedCount),
     ...optional('idempotency', idempotency && scope ? { ...idempotency, conversation: scope } : idempotency),
     respond: (s, appended) => ({ status: 200, body: { session: sessionView(s), appended } }),
+    ...optional('turn', turnTokenOf(ctx)),
   });
   if (r.replayed) return { result: replayed(r.response) };
   await publishTurn(ctx, r.session);
@@ -229,7 +232,7 @@ export async function readMessages(
 
 /** DELETE .../messages/last on `ref` (A6). */
 export async function popFrom(ctx: RouteContext, ref: SessionRef): Promise<Acted> {
-  const { removed, session } = await ctx.deps.store.popLast(ref);
+  const { removed, session } = await ctx.deps.store.popLast(ref, turnTokenOf(ctx));
   return { result: { status: 200, body: { removed, session: sessionView(session) } }, session };
 }
 

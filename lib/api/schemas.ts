@@ -46,9 +46,13 @@ export const putConversationBody = z.strictObject({
   format: z.optional(z.enum(ITEM_FORMATS as ['chat', 'responses'])),
   source: z.optional(z.string().check(z.minLength(1), z.maxLength(200))),
   metadata: z.optional(metadataField),
+  turns: z.optional(z.enum(['optional', 'required'])),
 });
 
-export const patchConversationBody = z.strictObject({ metadata: metadataField });
+export const patchConversationBody = z.strictObject({
+  metadata: z.optional(metadataField),
+  turns: z.optional(z.enum(['optional', 'required'])),
+});
 
 export const appendBody = z.strictObject({
   // Any count: one append lands whole or not at all (A7); the body limit bounds it.

@@ -68,10 +68,12 @@ export interface ConversationView {
   activeAt: string;
   source: string | null;
   metadata: Record<string, unknown>;
+  /** T5: whether writes need a turn (shown where the live session was read). */
+  turns?: 'optional' | 'required';
 }
 
-export function conversationView(c: ConversationRecord, messageCount: number): ConversationView {
-  return {
+export function conversationView(c: ConversationRecord, messageCount: number, turns?: 'optional' | 'required'): ConversationView {
+  const view: ConversationView = {
     conversationId: c.conversationId,
     format: c.format,
     rootSessionId: c.rootSessionId,
@@ -84,6 +86,8 @@ export function conversationView(c: ConversationRecord, messageCount: number): C
     source: c.source ?? null,
     metadata: c.metadata ?? {},
   };
+  if (turns !== undefined) view.turns = turns;
+  return view;
 }
 
 /** The leading items whose JSON fits in `maxBytes` (UTF-8), as a page is cut (A5). */

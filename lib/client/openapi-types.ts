@@ -448,6 +448,90 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/conversations/{conversationId}/turns/current": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The conversation's id, chosen by the client (or a root session's id for a chain made with POST /sessions); scoped to the tenant */
+                conversationId: components["parameters"]["ConversationId"];
+            };
+            cookie?: never;
+        };
+        /** The current turn, or null (never its token) */
+        get: operations["getCurrentTurn"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/conversations/{conversationId}/turns": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The conversation's id, chosen by the client (or a root session's id for a chain made with POST /sessions); scoped to the tenant */
+                conversationId: components["parameters"]["ConversationId"];
+            };
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Begin a turn: one writer per conversation at a time (T1, T2) */
+        post: operations["beginTurn"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/conversations/{conversationId}/turns/{turnId}/heartbeat": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The conversation's id, chosen by the client (or a root session's id for a chain made with POST /sessions); scoped to the tenant */
+                conversationId: components["parameters"]["ConversationId"];
+                /** @description The turn's id (from its begin) */
+                turnId: components["parameters"]["TurnId"];
+            };
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Extend the turn's expiry (T6) */
+        post: operations["heartbeatTurn"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/conversations/{conversationId}/turns/{turnId}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The conversation's id, chosen by the client (or a root session's id for a chain made with POST /sessions); scoped to the tenant */
+                conversationId: components["parameters"]["ConversationId"];
+                /** @description The turn's id (from its begin) */
+                turnId: components["parameters"]["TurnId"];
+            };
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        post?: never;
+        /** End the turn (ending it again is a no-op) */
+        delete: operations["endTurn"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
 }
 export type webhooks = Record<string, never>;
 export interface components {
@@ -617,7 +701,7 @@ export interface components {
         };
         ErrorBody: {
             /** @enum {string} */
-            code: "invalid_json" | "invalid_request" | "unauthorized" | "not_found" | "method_not_allowed" | "session_ended" | "chain_deleted" | "count_mismatch" | "suffix_mismatch" | "cursor_stale" | "lineage_too_deep" | "conflict" | "format_mismatch" | "payload_too_large" | "unsupported_media_type" | "idempotency_key_reused" | "lease_unavailable" | "unavailable" | "outcome_unknown" | "rate_limited" | "lease_lost" | "lease_token_invalid" | "committed" | "commit_in_progress" | "agent_engine" | "internal";
+            code: "invalid_json" | "invalid_request" | "unauthorized" | "not_found" | "method_not_allowed" | "session_ended" | "chain_deleted" | "count_mismatch" | "suffix_mismatch" | "cursor_stale" | "lineage_too_deep" | "conflict" | "format_mismatch" | "payload_too_large" | "unsupported_media_type" | "idempotency_key_reused" | "lease_unavailable" | "unavailable" | "outcome_unknown" | "rate_limited" | "lease_lost" | "lease_token_invalid" | "committed" | "commit_in_progress" | "agent_engine" | "internal" | "conversation_busy" | "turn_superseded" | "turn_expired" | "turn_ended" | "turn_required" | "turn_token_invalid" | "rollback_unavailable";
             message: string;
             requestId?: string;
         };
@@ -662,6 +746,7 @@ export interface components {
             metadata: {
                 [key: string]: unknown;
             };
+            turns?: components["schemas"]["TurnPolicy"];
         };
         ConversationResponse: {
             conversation: components["schemas"]["Conversation"];
@@ -677,12 +762,14 @@ export interface components {
             metadata?: {
                 [key: string]: unknown;
             };
+            turns?: components["schemas"]["TurnPolicy"];
         };
         PatchConversationRequest: {
             /** @description Replaces the conversation's metadata */
-            metadata: {
+            metadata?: {
                 [key: string]: unknown;
             };
+            turns?: components["schemas"]["TurnPolicy"];
         };
         BeginCompactionRequest: {
             /**
@@ -784,6 +871,62 @@ export interface components {
             error: components["schemas"]["ErrorBody"];
             messageCount: number;
         };
+        GrantedTurn: {
+            turnId: string;
+            /** @description The turn's secret: send it as the Turn-Token header of every write of the turn. Answered here only. */
+            turnToken: string;
+            /** @description Grows with every grant on the conversation */
+            fence: number;
+            /** Format: date-time */
+            startedAt: string;
+            /** Format: date-time */
+            expiresAt: string;
+        };
+        BeginTurnRequest: {
+            /**
+             * @description What to do when another turn is active (default reject)
+             * @enum {string}
+             */
+            strategy?: "reject" | "enqueue" | "interrupt" | "rollback";
+            /** @description Expiry without heartbeats (default 300000) */
+            ttlMs?: number;
+            /** @description enqueue only: how long to wait (default 20000) */
+            waitMs?: number;
+        };
+        Turn: {
+            turnId: string;
+            /** Format: date-time */
+            startedAt: string;
+            /** Format: date-time */
+            expiresAt: string;
+        };
+        ConversationBusyError: {
+            error: components["schemas"]["ErrorBody"];
+            /** @description The active turn (null: only queued begins are ahead) */
+            activeTurn: components["schemas"]["Turn"] | null;
+        };
+        BeginTurnResponse: {
+            turn: components["schemas"]["GrantedTurn"];
+        };
+        /**
+         * @description T5: with required, a write (append, pop) without the Turn-Token of the current turn answers 409 turn_required
+         * @enum {string}
+         */
+        TurnPolicy: "optional" | "required";
+        TurnResponse: {
+            turn: components["schemas"]["Turn"];
+        };
+        CurrentTurnResponse: {
+            turn: components["schemas"]["Turn"] | null;
+        };
+        HeartbeatTurnRequest: {
+            /** @description New expiry from now (default 300000) */
+            ttlMs?: number;
+        };
+        TurnError: {
+            error: components["schemas"]["ErrorBody"];
+            turnId: string;
+        };
     };
     responses: {
         /** @description Invalid JSON, or a field that fails validation (the message and `field` name it, e.g. messages[3].tool_calls[0].id) */
@@ -880,6 +1023,12 @@ export interface components {
         AttemptId: string;
         /** @description The secret leaseToken the begin answered (SPEC E8): never logged, never answered again */
         LeaseToken: string;
+        /** @description T3: the turn's token; the write lands only while that turn is current (409 turn_superseded / turn_ended / turn_expired otherwise, 403 turn_token_invalid for a token that does not match) */
+        TurnToken: string;
+        /** @description T3: the turn's token; the write lands only while that turn is current (409 turn_superseded / turn_ended / turn_expired otherwise, 403 turn_token_invalid for a token that does not match) */
+        TurnTokenRequired: string;
+        /** @description The turn's id (from its begin) */
+        TurnId: string;
     };
     requestBodies: never;
     headers: never;
@@ -1039,6 +1188,8 @@ export interface operations {
             header?: {
                 /** @description Applies the request at most once (24 h); a retry with the same key and body gets the first response */
                 "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+                /** @description T3: the turn's token; the write lands only while that turn is current (409 turn_superseded / turn_ended / turn_expired otherwise, 403 turn_token_invalid for a token that does not match) */
+                "Turn-Token"?: components["parameters"]["TurnToken"];
             };
             path: {
                 id: components["parameters"]["SessionId"];
@@ -1066,14 +1217,23 @@ export interface operations {
             };
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
+            /** @description turn_token_invalid: the token does not belong to this turn; nothing changed */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
             404: components["responses"]["NotFound"];
-            /** @description session_ended (continue on liveSessionId, the live tip of the chain), count_mismatch (expectedCount differs; messageCount is the current count) or lineage_too_deep (the session ended and its chain is longer than the service follows) */
+            /** @description session_ended (continue on liveSessionId, the live tip of the chain), count_mismatch (expectedCount differs; messageCount is the current count) or lineage_too_deep (the session ended and its chain is longer than the service follows); turn_superseded, turn_ended, turn_expired (the Turn-Token's turn is not current) or turn_required (T5: the conversation requires a turn) */
             409: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["SessionEndedError"] | components["schemas"]["CountMismatchError"] | components["schemas"]["Error"];
+                    "application/json": components["schemas"]["SessionEndedError"] | components["schemas"]["CountMismatchError"] | components["schemas"]["Error"] | components["schemas"]["TurnError"];
                 };
             };
             413: components["responses"]["TooLarge"];
@@ -1087,7 +1247,10 @@ export interface operations {
     popMessage: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description T3: the turn's token; the write lands only while that turn is current (409 turn_superseded / turn_ended / turn_expired otherwise, 403 turn_token_invalid for a token that does not match) */
+                "Turn-Token"?: components["parameters"]["TurnToken"];
+            };
             path: {
                 id: components["parameters"]["SessionId"];
             };
@@ -1106,14 +1269,23 @@ export interface operations {
             };
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
+            /** @description turn_token_invalid: the token does not belong to this turn; nothing changed */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
             404: components["responses"]["NotFound"];
-            /** @description session_ended (continue on liveSessionId) or lineage_too_deep (the session ended and its chain is longer than the service follows) */
+            /** @description session_ended (continue on liveSessionId) or lineage_too_deep (the session ended and its chain is longer than the service follows); turn_superseded, turn_ended, turn_expired (the Turn-Token's turn is not current) or turn_required (T5: the conversation requires a turn) */
             409: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["SessionEndedError"] | components["schemas"]["Error"];
+                    "application/json": components["schemas"]["SessionEndedError"] | components["schemas"]["Error"] | components["schemas"]["TurnError"];
                 };
             };
             429: components["responses"]["RateLimited"];
@@ -1418,6 +1590,8 @@ export interface operations {
             header?: {
                 /** @description Applies the request at most once (24 h); a retry with the same key and body gets the first response */
                 "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+                /** @description T3: the turn's token; the write lands only while that turn is current (409 turn_superseded / turn_ended / turn_expired otherwise, 403 turn_token_invalid for a token that does not match) */
+                "Turn-Token"?: components["parameters"]["TurnToken"];
             };
             path: {
                 /** @description The conversation's id, chosen by the client (or a root session's id for a chain made with POST /sessions); scoped to the tenant */
@@ -1446,14 +1620,23 @@ export interface operations {
             };
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
+            /** @description turn_token_invalid: the token does not belong to this turn; nothing changed */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
             404: components["responses"]["NotFound"];
-            /** @description count_mismatch (expectedCount differs from the live session's count) or lineage_too_deep; never session_ended: an append racing a rotation lands on the parent before its commit or on the child after it */
+            /** @description count_mismatch (expectedCount differs from the live session's count) or lineage_too_deep; never session_ended: an append racing a rotation lands on the parent before its commit or on the child after it; turn_superseded, turn_ended, turn_expired (the Turn-Token's turn is not current) or turn_required (T5: the conversation requires a turn) */
             409: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["SessionEndedError"] | components["schemas"]["CountMismatchError"] | components["schemas"]["Error"];
+                    "application/json": components["schemas"]["SessionEndedError"] | components["schemas"]["CountMismatchError"] | components["schemas"]["Error"] | components["schemas"]["TurnError"];
                 };
             };
             413: components["responses"]["TooLarge"];
@@ -1466,7 +1649,10 @@ export interface operations {
     popConversationMessage: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description T3: the turn's token; the write lands only while that turn is current (409 turn_superseded / turn_ended / turn_expired otherwise, 403 turn_token_invalid for a token that does not match) */
+                "Turn-Token"?: components["parameters"]["TurnToken"];
+            };
             path: {
                 /** @description The conversation's id, chosen by the client (or a root session's id for a chain made with POST /sessions); scoped to the tenant */
                 conversationId: components["parameters"]["ConversationId"];
@@ -1486,14 +1672,23 @@ export interface operations {
             };
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
+            /** @description turn_token_invalid: the token does not belong to this turn; nothing changed */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
             404: components["responses"]["NotFound"];
-            /** @description session_ended (continue on liveSessionId) or lineage_too_deep (the session ended and its chain is longer than the service follows) */
+            /** @description session_ended (continue on liveSessionId) or lineage_too_deep (the session ended and its chain is longer than the service follows); turn_superseded, turn_ended, turn_expired (the Turn-Token's turn is not current) or turn_required (T5: the conversation requires a turn) */
             409: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["SessionEndedError"] | components["schemas"]["Error"];
+                    "application/json": components["schemas"]["SessionEndedError"] | components["schemas"]["Error"] | components["schemas"]["TurnError"];
                 };
             };
             500: components["responses"]["Internal"];
@@ -2197,6 +2392,180 @@ export interface operations {
             413: components["responses"]["TooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
             422: components["responses"]["IdempotencyKeyReused"];
+            500: components["responses"]["Internal"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    getCurrentTurn: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The conversation's id, chosen by the client (or a root session's id for a chain made with POST /sessions); scoped to the tenant */
+                conversationId: components["parameters"]["ConversationId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The current turn */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CurrentTurnResponse"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            404: components["responses"]["NotFound"];
+            500: components["responses"]["Internal"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    beginTurn: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The conversation's id, chosen by the client (or a root session's id for a chain made with POST /sessions); scoped to the tenant */
+                conversationId: components["parameters"]["ConversationId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: {
+            content: {
+                "application/json": components["schemas"]["BeginTurnRequest"];
+            };
+        };
+        responses: {
+            /** @description Granted */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["BeginTurnResponse"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            404: components["responses"]["NotFound"];
+            /** @description conversation_busy (another turn is active: retry after Retry-After, or use another strategy) or rollback_unavailable (a compaction summarized items of the active turn: nothing changed) */
+            409: {
+                headers: {
+                    "Retry-After"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ConversationBusyError"] | components["schemas"]["Error"];
+                };
+            };
+            500: components["responses"]["Internal"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    heartbeatTurn: {
+        parameters: {
+            query?: never;
+            header: {
+                /** @description T3: the turn's token; the write lands only while that turn is current (409 turn_superseded / turn_ended / turn_expired otherwise, 403 turn_token_invalid for a token that does not match) */
+                "Turn-Token": components["parameters"]["TurnTokenRequired"];
+            };
+            path: {
+                /** @description The conversation's id, chosen by the client (or a root session's id for a chain made with POST /sessions); scoped to the tenant */
+                conversationId: components["parameters"]["ConversationId"];
+                /** @description The turn's id (from its begin) */
+                turnId: components["parameters"]["TurnId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: {
+            content: {
+                "application/json": components["schemas"]["HeartbeatTurnRequest"];
+            };
+        };
+        responses: {
+            /** @description Extended */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["TurnResponse"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            /** @description turn_token_invalid: the token does not belong to this turn; nothing changed */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            404: components["responses"]["NotFound"];
+            /** @description turn_superseded, turn_ended or turn_expired: the turn is not current; nothing changed (or session_ended while a rotation moves the conversation) */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["TurnError"];
+                };
+            };
+            500: components["responses"]["Internal"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    endTurn: {
+        parameters: {
+            query?: never;
+            header: {
+                /** @description T3: the turn's token; the write lands only while that turn is current (409 turn_superseded / turn_ended / turn_expired otherwise, 403 turn_token_invalid for a token that does not match) */
+                "Turn-Token": components["parameters"]["TurnTokenRequired"];
+            };
+            path: {
+                /** @description The conversation's id, chosen by the client (or a root session's id for a chain made with POST /sessions); scoped to the tenant */
+                conversationId: components["parameters"]["ConversationId"];
+                /** @description The turn's id (from its begin) */
+                turnId: components["parameters"]["TurnId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Ended */
+            204: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            /** @description turn_token_invalid: the token does not belong to this turn; nothing changed */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            404: components["responses"]["NotFound"];
+            /** @description turn_superseded, turn_ended or turn_expired: the turn is not current; nothing changed (or session_ended while a rotation moves the conversation) */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["TurnError"];
+                };
+            };
             500: components["responses"]["Internal"];
             503: components["responses"]["Unavailable"];
         };

@@ -38,6 +38,8 @@ export interface HeldInfo {
 }
 
 export interface SessionRecord {
+  /** T5: 'required' when writes need a turn token (absent: optional). */
+  turnPolicy?: TurnPolicy;
   tenantId: string;
   sessionId: string;
   /** K1: the conversation (chain) this session belongs to; absent on records from before conversations. */
@@ -119,6 +121,8 @@ export interface AppendInput {
   idempotency?: IdempotencyInput;
   /** Builds the response the key remembers, from the session as the append leaves it. */
   respond?: (session: SessionRecord, appended: number) => StoredResponse;
+  /** T3: the write lands only while this turn is current (checked in the append's own transaction). */
+  turn?: TurnCredential;
 }
 
 /**
@@ -137,6 +141,39 @@ export interface ReplaceSuffixInput {
 export type ReplaceSuffixResult =
   | { replayed: false; session: SessionRecord; removed: number; appended: number; response: StoredResponse }
   | { replayed: true; response: StoredResponse };
+/** SPEC T2: what a begin does when another turn is current. */
+export type TurnStrategy = 'reject' | 'enqueue' | 'interrupt' | 'rollback';
+
+/** A turn's id and its secret token, as a write presents them (the Turn-Token header holds both). */
+export interface TurnCredential {
+  turnId: string;
+  token: string;
+}
+
+/** A turn as anyone may see it (never its token). */
+export interface TurnView {
+  turnId: string;
+  startedAt: string;
+  expiresAt: string;
+}
+
+/** T1: a granted turn; the token is returned here only. */
+export interface TurnGrant extends TurnView {
+  turnToken: string;
+  fence: number;
+}
+
+export interface BeginTurnInput {
+  strategy: TurnStrategy;
+  ttlMs: number;
+  /** enqueue only: how long to wait for the active turn to end. */
+  waitMs: number;
+  /** For refusals: the conversation the session belongs to. */
+  conversationId: string;
+}
+
+/** T5: whether writes need a turn. */
+export type TurnPolicy = 'optional' | 'required';
 
 export type AppendResult =
   { replayed: false; session: SessionRecord; appended: number; response?: StoredResponse } | { replayed: true; response: StoredResponse };
@@ -308,13 +345,21 @@ export interface LineageStore {
   /** Every active item (in-process callers and tests; the API pages). */
   readAll(ref: SessionRef): Promise<Item[]>;
   /** A6: removes the last item; an in-flight attempt that snapshotted it can no longer commit. */
-  popLast(ref: SessionRef): Promise<PopResult>;
   /**
    * X1: replaces the live session's last items when they equal the expected suffix, in one
    * transaction with the operation id's record. SuffixMismatchError (nothing written) otherwise;
    * an in-flight attempt that snapshotted a removed item can no longer commit (A6).
    */
   replaceSuffix(ref: SessionRef, input: ReplaceSuffixInput): Promise<ReplaceSuffixResult>;
+  popLast(ref: SessionRef, turn?: TurnCredential): Promise<PopResult>;
+  /** T1/T2: grants a turn on the live session `ref` or throws ConversationBusyError (or RollbackUnavailableError). */
+  beginTurn(ref: SessionRef, input: BeginTurnInput): Promise<TurnGrant>;
+  /** Extends the current turn; TurnNotCurrentError / TurnTokenInvalidError when it is not ours. */
+  heartbeatTurn(ref: SessionRef, turn: TurnCredential, ttlMs: number): Promise<TurnView>;
+  endTurn(ref: SessionRef, turn: TurnCredential): Promise<void>;
+  currentTurn(ref: SessionRef): Promise<TurnView | null>;
+  /** T5. */
+  setTurnPolicy(ref: SessionRef, policy: TurnPolicy): Promise<void>;
   /** A6: the session answers as not found from now on; its items are purged off the request path. */
   deleteSession(ref: SessionRef): Promise<void>;
   /** Root to live tip. */

@@ -38,7 +38,8 @@ import { liveTipOf } from './links.js';
 import { PARTS_GRACE_MS, partsTask, partsTaskCheck, runPartsTask } from './parts.js';
 import { isConditionFailure, rounds } from './retry.js';
 import { conditionFailedAt, itemOf, oldImageOf, TRANSACTION_ENTRIES, withoutUndefined, type Table, type TransactItem } from './table.js';
-import { commitCondition, EXISTS, OUR_ATTEMPT } from './conditions.js';
+import { commitCondition, EXISTS, OUR_ATTEMPT, turnStateCondition } from './conditions.js';
+import { turnStateOf } from './turn-row.js';
 
 /** Rounds before a commit gives up as retryable; the seal makes the third one final in practice. */
 const MAX_COMMIT_ROUNDS = 6;
@@ -99,6 +100,8 @@ export class Commits {
       rows,
       lastActivity: { label: input.activityLabel, at },
       version: 1,
+      // T4: the current turn (and the queue, fence and policy) goes on in the child.
+      ...turnStateOf(meta),
     });
     const strategy: Strategy<RotationCommitted> = {
       what: 'commit rotation',
@@ -113,9 +116,10 @@ export class Commits {
               update:
                 'SET #endedAt = :at, #endReason = :reason, #childSessionId = :child, #tipSessionId = :child, #lastActivity = :mark ' +
                 `ADD #version :one REMOVE ${ATTEMPT_ATTRS}`,
-              condition: commitCondition(meta),
+              condition: `${commitCondition(meta)} AND ${turnStateCondition(meta)}`,
             },
             {
+              ':turnSeq': meta.turnSeq ?? 0,
               ':at': at,
               ':reason': 'compression',
               ':child': childRef.sessionId,

@@ -26,8 +26,9 @@ export function versionCondition(meta: MetaItem): string {
 /** No attempt's final commit round holds the seal (or it lapsed): writes wait for that round, so it commits (commit.ts). `:now`. */
 export const UNSEALED = '(attribute_not_exists(#seal) OR #seal.#until < :now)';
 
-/** A4 fairness: no other append holds the session's turn (append-turn.ts), or it lapsed. `:now`, `:turnId` = ours. */
-export const NO_FOREIGN_TURN = '(attribute_not_exists(#turn) OR #turn.#until < :now OR #turn.#id = :turnId)';
+/** A4 fairness: no other append holds the session's append priority (append-priority.ts), or it lapsed. `:now`, `:priorityId` = ours. */
+export const NO_FOREIGN_PRIORITY =
+  '(attribute_not_exists(#appendPriority) OR #appendPriority.#until < :now OR #appendPriority.#id = :priorityId)';
 
 /** The fence counter is usable: present and at or above the generation (or a fresh record), L6. */
 export const FENCE_COUNTER_OK =
@@ -71,4 +72,25 @@ export const TIP_IS_PARENT = '#live = :parent';
  */
 export function replaceSuffixCondition(meta: MetaItem, marksAttempt: boolean): string {
   return `${LIVE} AND ${UNSEALED} AND ${versionCondition(meta)}${marksAttempt ? ' AND #attempt.#attemptId = :aid' : ''}`;
+}
+
+/** T1: no turn is current (none, or it expired: expiry is a condition, not a job, T6). `:now`. */
+export const NO_LIVE_TURN = '(attribute_not_exists(#activeTurn) OR #activeTurn.#expiresAt < :now)';
+
+/** T2 enqueue: nobody waits for the conversation, so a plain begin jumps no queue. `:zero`. */
+export const NO_TURN_WAITERS = '(attribute_not_exists(#turnQueue) OR size(#turnQueue) = :zero)';
+
+/**
+ * T3: the write's turn is the current one, its token matches and it has not expired. Checked in
+ * the write's own transaction, so a superseded, ended or expired turn never writes.
+ * `:turnId`, `:tokenHash`, `:now`.
+ */
+export const OUR_TURN = '(#activeTurn.#turnId = :turnId AND #activeTurn.#tokenHash = :tokenHash AND #activeTurn.#expiresAt >= :now)';
+
+/** T5: the conversation does not require turns (a write without a token may land). `:required`. */
+export const TURNS_NOT_REQUIRED = '(attribute_not_exists(#turnPolicy) OR #turnPolicy <> :required)';
+
+/** T2/T4: the turn state is as read (enqueue grants, rollbacks and rotations copy it). `:turnSeq`. */
+export function turnStateCondition(meta: MetaItem): string {
+  return meta.turnSeq === undefined ? 'attribute_not_exists(#turnSeq)' : '#turnSeq = :turnSeq';
 }

@@ -10,12 +10,29 @@ export interface Seal {
 }
 
 /**
- * An append's turn: an append that kept losing version races to other appends takes it, and
- * until it lands (or `until` passes) only it may append (lib/lineage/dynamo/append-turn.ts).
+ * An append's priority (A4 fairness; not a conversation turn, SPEC T): an append that kept losing version races to other appends takes it, and
+ * until it lands (or `until` passes) only it may append (lib/lineage/dynamo/append-priority.ts).
  */
-export interface AppendTurn {
+export interface AppendPriority {
   id: string;
-  /** Epoch ms; an expired turn is ignored by everyone. */
+  /** Epoch ms; an expired mark is ignored by everyone. */
+  until: number;
+}
+
+/** A conversation turn as the record stores it (SPEC T); the token only as its hash. */
+export interface StoredTurn {
+  turnId: string;
+  tokenHash: string;
+  /** Epoch ms. */
+  startedAt: number;
+  expiresAt: number;
+  /** Set on prevTurn by an end (DELETE .../turns/{turnId}). */
+  ended?: boolean;
+}
+
+export interface TurnWaiter {
+  id: string;
+  /** Epoch ms: the waiter's own deadline. */
   until: number;
 }
 
@@ -65,7 +82,24 @@ export interface MetaItem {
   attemptShard?: string;
   leaseExpiresAt?: number;
   seal?: Seal;
-  turn?: AppendTurn;
+  appendPriority?: AppendPriority;
+  /** SPEC T: the conversation's current turn and its bookkeeping (turn-row.ts). Copied to a rotation's child (T4). */
+  activeTurn?: StoredTurn;
+  /** The turn a begin or an end replaced last: tells a refused write why (superseded, ended, expired). */
+  prevTurn?: StoredTurn;
+  /** Turn fence: bumped by every grant, so the current turn's fence is this value. */
+  turnFence?: number;
+  /** lastSeq when the current turn began (rollback removes what came after), and the generation then. */
+  turnFrom?: number;
+  turnGen?: number;
+  /** Items the current turn appended (rollback is unavailable once a compaction may have summarized one). */
+  turnAppended?: number;
+  /** Bumped by every change of the turn state: enqueue grants and rotations condition on it. */
+  turnSeq?: number;
+  /** Enqueued begins in arrival order; an entry past its `until` gave up (or died) and is skipped. */
+  turnQueue?: TurnWaiter[];
+  /** T5: 'required' refuses writes without a turn token. */
+  turnPolicy?: 'required';
   /**
    * Rows (heads and inline parts) of the active generation: reads size their Query's Limit by it
    * (rows.ts). Absent on records older than packed rows, whose rows hold one item each.
@@ -137,6 +171,7 @@ export function toSessionRecord(item: MetaItem): SessionRecord {
   if (item.endReason !== undefined) r.endReason = item.endReason;
   if (item.deletedAt !== undefined) r.deletedAt = item.deletedAt;
   if (item.fence !== undefined) r.fence = item.fence;
+  if (item.turnPolicy !== undefined) r.turnPolicy = item.turnPolicy;
   if (item.lastActivity !== undefined) r.lastActivity = item.lastActivity;
   if (item.attempt !== undefined) {
     const { stale: _stale, ...attempt } = item.attempt;

@@ -22,6 +22,7 @@ import type {
   PreparedItems,
   SessionRecord,
   StoredResponse,
+  TurnCredential,
 } from '../types.js';
 import { idempotencyRecord, liveRecord, replay, type IdempotencyRecord } from './idempotency.js';
 import { isLiveTip, toSessionRecord, type MetaItem } from './meta-row.js';
@@ -29,7 +30,7 @@ import { appendIdempotencyKey, attemptShardOf, createIdempotencyKey, metaKey, se
 import { dropParts, partsTaskCheck, writeParts } from './parts.js';
 import { rowsGone, shrinkRow } from './row-removal.js';
 import { encodeItems, packRows, rowItems, type Encoded } from './rows.js';
-import { claimTurn, foreignTurnWait, holdsTurn, TURN_AFTER_LOSSES } from './append-turn.js';
+import { claimPriority, foreignPriorityWait, holdsPriority, PRIORITY_AFTER_LOSSES } from './append-priority.js';
 import { assertLive } from './links.js';
 import {
   conversationIdempotencyKey,
@@ -50,13 +51,15 @@ import {
   type Table,
   type TransactItem,
 } from './table.js';
-import { EXISTS, IDEMPOTENCY_CONDITION, LIVE, NO_FOREIGN_TURN, NOT_DELETED, UNSEALED, versionCondition } from './conditions.js';
+import { EXISTS, IDEMPOTENCY_CONDITION, LIVE, NO_FOREIGN_PRIORITY, NOT_DELETED, UNSEALED, versionCondition } from './conditions.js';
+import { OUR_TURN, TURNS_NOT_REQUIRED } from './conditions.js';
+import { hashToken, writeRefusal } from './turn-row.js';
 
 /** Version races a pop retries before giving up as retryable (each retry is one round trip). */
 const MAX_WRITE_ROUNDS = 40;
 /**
  * How long an append keeps going before it answers retryable. Not a count of lost races: with
- * the append turn those end after a few rounds; this bounds only a session that cannot be
+ * the append priority those end after a few rounds; this bounds only a session that cannot be
  * written at all (DynamoDB refusing or stalling) within one request's time.
  */
 const APPEND_DEADLINE_MS = 15_000;
@@ -66,6 +69,15 @@ function fitsOneTransaction(table: Table, rows: { heads: unknown[]; parts: unkno
   return (
     2 + rows.heads.length + rows.parts.length <= TRANSACTION_ENTRIES && rows.bytes + (withKey ? 20_000 : 2_000) <= table.transactionBytes
   );
+}
+
+/** T3/T5: a write with a token lands only under its current turn; one without only if turns are optional. */
+function turnClause(turn: TurnCredential | undefined): string {
+  return turn ? OUR_TURN : TURNS_NOT_REQUIRED;
+}
+
+function turnValues(turn: TurnCredential | undefined): Record<string, unknown> {
+  return turn ? { ':turnId': turn.turnId, ':tokenHash': hashToken(turn.token) } : { ':required': 'required' };
 }
 
 /** An append that meets an attempt's seal polls this often until it lifts (it lasts milliseconds). */
@@ -178,16 +190,21 @@ export class Sessions {
     let groups: Encoded[][] | undefined;
     const deadline = this.table.now() + APPEND_DEADLINE_MS;
     let lost = 0;
-    let turnId: string | undefined;
+    let priorityId: string | undefined;
     // Waits scale with how long a write takes now, so a crowd of appends does not flood the record.
     const pace = { writeMs: 10 };
     for (const round of rounds({ until: deadline, now: this.table.now })) {
       try {
         const now = this.table.now();
-        if (lost >= TURN_AFTER_LOSSES && meta && !holdsTurn(meta, turnId, now) && foreignTurnWait(meta, turnId, now) === 0) {
-          meta = await claimTurn(this.table, ref, (turnId ??= randomUUID()));
+        if (
+          lost >= PRIORITY_AFTER_LOSSES &&
+          meta &&
+          !holdsPriority(meta, priorityId, now) &&
+          foreignPriorityWait(meta, priorityId, now) === 0
+        ) {
+          meta = await claimPriority(this.table, ref, (priorityId ??= randomUUID()));
         }
-        meta = await this.writableMeta(ref, meta, { turnId, pace });
+        meta = await this.writableMeta(ref, meta, { priorityId, pace });
       } catch (err) {
         // A retry that raced its own first try: that try may have landed just before the session
         // ended (our key read came first). Once ended, nothing more can land, so a second read of
@@ -236,15 +253,16 @@ export class Sessions {
       };
       const session = toSessionRecord(after);
       const response: StoredResponse | undefined = input.respond?.(session, n);
-      const mine = holdsTurn(meta, turnId, this.table.now());
+      const mine = holdsPriority(meta, priorityId, this.table.now());
       const entries: TransactItem[] = [
         this.table.metaUpdate(
           ref,
           {
-            update: `SET #lastSeq = :last ADD #messageCount :n, #tokenEstimate :tok, #rows :rows, #version :one${mine ? ' REMOVE #turn' : ''}`,
-            condition: `${LIVE} AND ${UNSEALED} AND ${NO_FOREIGN_TURN} AND ${versionCondition(meta)}`,
+            update: `SET #lastSeq = :last ADD #messageCount :n, #tokenEstimate :tok, #rows :rows, #version :one${input.turn ? ', #turnAppended :n' : ''}${mine ? ' REMOVE #appendPriority' : ''}`,
+            condition: `${LIVE} AND ${UNSEALED} AND ${NO_FOREIGN_PRIORITY} AND ${versionCondition(meta)} AND ${turnClause(input.turn)}`,
           },
           {
+            ...turnValues(input.turn),
             ':last': after.lastSeq,
             ':n': n,
             ':rows': rows.heads.length + (ahead.w ? 0 : rows.parts.length),
@@ -252,7 +270,7 @@ export class Sessions {
             ':one': 1,
             ':now': this.table.now(),
             ':v': meta.version,
-            ':turnId': turnId ?? '-',
+            ':priorityId': priorityId ?? '-',
           },
         ),
         ...rows.heads.map((m) => this.table.put(m)),
@@ -271,7 +289,7 @@ export class Sessions {
       const sent = this.table.now();
       try {
         await this.table.transact('append items', entries);
-        this.table.records.set(mine ? { ...after, turn: undefined } : after);
+        this.table.records.set(mine ? { ...after, appendPriority: undefined } : after);
         return { replayed: false, session, appended: n, ...(response ? { response } : {}) };
       } catch (err) {
         const idemAt = entries.length - 1;
@@ -284,12 +302,15 @@ export class Sessions {
         if (!conditionFailedAt(err, 0)) throw err;
         // Another append, a pop, a begin or a commit moved the session: go again from what it saw.
         meta = oldImageOf(err, 0);
+        // T3/T5: refused for its turn (or for having none), the append is answered, not retried.
+        const refusal = meta && isLiveTip(meta) ? writeRefusal(meta, input.turn, this.table.now()) : null;
+        if (refusal) throw refusal;
         if (meta) this.table.records.set(meta);
         else this.table.records.drop(pk);
         lost++;
         pace.writeMs = Math.max(1, this.table.now() - sent);
-        // Holding the turn, go again at once: no other append can land until we do.
-        if (!(meta && holdsTurn(meta, turnId, this.table.now()))) {
+        // Holding the priority, go again at once: no other append can land until we do.
+        if (!(meta && holdsPriority(meta, priorityId, this.table.now()))) {
           await sleep(backoffDelay(Math.min(round, 4), { baseDelayMs: pace.writeMs, maxDelayMs: 20 * pace.writeMs }));
         }
       }
@@ -325,29 +346,29 @@ export class Sessions {
 
   /**
    * The session an append or pop may write to: it exists, is not deleted or ended (an ended one
-   * names its live tip), and no attempt's seal is up, nor for an append another append's turn
-   * (wait it out: each lasts one write). Pops ignore turns: they are rare and cannot starve one.
+   * names its live tip), and no attempt's seal is up, nor for an append another append's priority
+   * (wait it out: each lasts one write). Pops ignore append priority: they are rare and cannot starve one.
    */
   private async writableMeta(
     ref: SessionRef,
     known: MetaItem | undefined,
-    append?: { turnId: string | undefined; pace: { writeMs: number } },
+    append?: { priorityId: string | undefined; pace: { writeMs: number } },
   ): Promise<MetaItem> {
     let read = known;
     for (;;) {
       const meta = await assertLive(this.table, ref, read);
       const now = this.table.now();
       const sealWait = (meta.seal?.until ?? 0) - now;
-      const turnWait = append ? foreignTurnWait(meta, append.turnId, now) : 0;
-      if (sealWait <= 0 && turnWait <= 0) return meta;
-      // A turn lasts about one write of its holder: look again after about that long (jittered).
+      const priorityWait = append ? foreignPriorityWait(meta, append.priorityId, now) : 0;
+      if (sealWait <= 0 && priorityWait <= 0) return meta;
+      // A priority mark lasts about one write of its holder: look again after about that long (jittered).
       const poll = sealWait > 0 ? SEAL_POLL_MS : append!.pace.writeMs * (1 + Math.random());
-      await sleep(Math.min(poll, Math.max(sealWait, turnWait)));
+      await sleep(Math.min(poll, Math.max(sealWait, priorityWait)));
       read = await this.table.getMeta(ref);
     }
   }
 
-  async popLast(ref: SessionRef): Promise<PopResult> {
+  async popLast(ref: SessionRef, turn?: TurnCredential): Promise<PopResult> {
     const pk = sessionPk(ref);
     let meta = await this.table.getMeta(ref);
     for (const round of rounds({ max: MAX_WRITE_ROUNDS })) {
@@ -373,9 +394,10 @@ export class Sessions {
               update: `ADD #messageCount :minus, #tokenEstimate :tok, #version :one${gone ? ', #rows :rowsGone' : ''}${stale ? ' SET #attempt.#stale = :true' : ''}`,
               // Marking needs the attempt still there: ending one (Attempts.clear) does not move the
               // version, and SET on a removed map's member is refused outright (a 500, not a retry).
-              condition: `${LIVE} AND ${UNSEALED} AND ${versionCondition(meta)}${stale ? ' AND #attempt.#attemptId = :aid' : ''}`,
+              condition: `${LIVE} AND ${UNSEALED} AND ${versionCondition(meta)} AND ${turnClause(turn)}${stale ? ' AND #attempt.#attemptId = :aid' : ''}`,
             },
             {
+              ...turnValues(turn),
               ':minus': -1,
               ':rowsGone': -gone,
               ':tok': -tokens,
@@ -391,8 +413,11 @@ export class Sessions {
         if (after.attempt && stale) after.attempt = { ...after.attempt, stale: true };
         return { session: toSessionRecord(after), removed: itemOf(last) };
       } catch (err) {
-        if (conditionFailedAt(err, 0)) meta = oldImageOf(err, 0);
-        else if (conditionFailedAt(err, 1)) meta = await this.table.getMeta(ref);
+        if (conditionFailedAt(err, 0)) {
+          meta = oldImageOf(err, 0);
+          const refusal = meta && isLiveTip(meta) ? writeRefusal(meta, turn, this.table.now()) : null;
+          if (refusal) throw refusal;
+        } else if (conditionFailedAt(err, 1)) meta = await this.table.getMeta(ref);
         else throw err;
         await sleep(backoffDelay(Math.min(round, 3), { baseDelayMs: 5, maxDelayMs: 100 }));
       }
@@ -435,7 +460,7 @@ export function tombstoneEntries(table: Table, meta: MetaItem): TransactItem[] {
       {
         update:
           'SET #deletedAt = :at ADD #version :one ' +
-          'REMOVE #metadataJson, #metadata, #attempt, #attemptShard, #leaseExpiresAt, #attemptWatermark, #seal, #turn',
+          'REMOVE #metadataJson, #metadata, #attempt, #attemptShard, #leaseExpiresAt, #attemptWatermark, #seal, #appendPriority',
         condition: NOT_DELETED,
       },
       { ':at': table.isoNow(), ':one': 1 },

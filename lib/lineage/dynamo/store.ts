@@ -35,6 +35,11 @@ import type {
   SessionRecord,
   StoreTask,
   SweepPage,
+  BeginTurnInput,
+  TurnCredential,
+  TurnGrant,
+  TurnPolicy,
+  TurnView,
 } from '../types.js';
 import type { Item } from '../../items/types.js';
 import { Attempts } from './attempts.js';
@@ -47,6 +52,7 @@ import { toSessionRecord } from './meta-row.js';
 import { metaKey, sessionPk } from './keys.js';
 import { chainOf, childKeysOf, liveTip } from './links.js';
 import { Sessions } from './sessions.js';
+import { Turns } from './turns.js';
 import { readAll, readPage, readTail } from './reads.js';
 import { Table, type TableOptions } from './table.js';
 import { Transactions } from './transactions.js';
@@ -69,6 +75,7 @@ export class DynamoLineageStore implements LineageStore {
   private readonly held: HeldAttemptWrites;
   private readonly conversations: Conversations;
   private readonly transactions: Transactions;
+  private readonly turns: Turns;
   private readonly retention: number;
 
   constructor(opts: DynamoLineageStoreOptions) {
@@ -80,6 +87,7 @@ export class DynamoLineageStore implements LineageStore {
     this.forks = new Forks(this.table);
     this.conversations = new Conversations(this.table, this.sessions);
     this.transactions = new Transactions(this.table, opts.idempotencyTtlSeconds);
+    this.turns = new Turns(this.table);
     this.retention = opts.archiveRetentionSeconds ?? DEFAULT_ARCHIVE_RETENTION_S;
   }
 
@@ -101,8 +109,28 @@ export class DynamoLineageStore implements LineageStore {
   readAll(ref: SessionRef): Promise<Item[]> {
     return readAll(this.table, ref);
   }
-  popLast(ref: SessionRef): Promise<PopResult> {
-    return this.sessions.popLast(ref);
+  popLast(ref: SessionRef, turn?: TurnCredential): Promise<PopResult> {
+    return this.sessions.popLast(ref, turn);
+  }
+
+  beginTurn(ref: SessionRef, input: BeginTurnInput): Promise<TurnGrant> {
+    return this.turns.begin(ref, input);
+  }
+
+  heartbeatTurn(ref: SessionRef, turn: TurnCredential, ttlMs: number): Promise<TurnView> {
+    return this.turns.heartbeat(ref, turn, ttlMs);
+  }
+
+  endTurn(ref: SessionRef, turn: TurnCredential): Promise<void> {
+    return this.turns.end(ref, turn);
+  }
+
+  currentTurn(ref: SessionRef): Promise<TurnView | null> {
+    return this.turns.current(ref);
+  }
+
+  setTurnPolicy(ref: SessionRef, policy: TurnPolicy): Promise<void> {
+    return this.turns.setPolicy(ref, policy);
   }
   replaceSuffix(ref: SessionRef, input: ReplaceSuffixInput): Promise<ReplaceSuffixResult> {
     return this.transactions.replaceSuffix(ref, input);
