@@ -10,7 +10,7 @@ import { withEstimates } from '../lineage/prepare.js';
 import type { ConversationScope, IdempotencyInput, LineageStore, PagePosition, SessionRecord, StoredResponse } from '../lineage/types.js';
 import type { Logger } from '../logger.js';
 import type { SessionRef } from '../session-ref.js';
-import { requestDigest } from './canonical-json.js';
+import { requestDigest } from '../items/canonical-json.js';
 import { compactionRoutes } from './compaction-routes.js';
 import { conversationRoutes } from './conversation-routes.js';
 import { turnRoutes, turnTokenOf } from './turn-routes.js';

@@ -10,7 +10,7 @@ import type { Item, ItemFormat } from '../items/types.js';
 import { withEstimates } from '../lineage/prepare.js';
 import type { ConversationScope, IdempotencyInput, SessionRecord, StoredResponse } from '../lineage/types.js';
 import type { SessionRef } from '../session-ref.js';
-import { requestDigest } from './canonical-json.js';
+import { requestDigest } from '../items/canonical-json.js';
 import { onLive } from './conversation-routes.js';
 import { HttpError } from './errors.js';
 import { optional, publishTurn, replayed, type Acted, type Route, type RouteContext } from './routes.js';

@@ -3,7 +3,7 @@
 // expected suffix, compared as canonical JSON), appends the replacement and records the operation
 // id; a repeated id answers its first response (A3's records and rules). Non-empty append_items
 // transactions are plain keyed appends (sessions.ts).
-import { canonicalJson } from '../../api/canonical-json.js';
+import { canonicalJson } from '../../items/canonical-json.js';
 import type { Item } from '../../items/types.js';
 import type { SessionRef } from '../../session-ref.js';
 import { ItemTooLargeError, StoreOutcomeUnknownError, StoreRetryableError, SuffixMismatchError } from '../errors.js';
