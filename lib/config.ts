@@ -6,7 +6,6 @@ import * as z from 'zod/mini';
 import type { EngineConfig } from './compressors/types.js';
 import { ServiceError } from './errors.js';
 import { safeParse } from './validation.js';
-import { DEFAULT_BACKGROUND_WRITE_UNITS_PER_SECOND } from './lineage/limits.js';
 
 /**
  * Default shard counts of the two sparse, time-ordered indexes, sized by `npm run bench -- capacity`
@@ -25,6 +24,8 @@ export const DEFAULT_LEASE_TTL_MS = 30_000;
  * share of a stage, so big bodies cannot buy another tenant's latency.
  */
 export const DEFAULT_BODY_BYTES_PER_SECOND = 2 * 1024 * 1024;
+/** Archives and purges per partition: under a third of DynamoDB's 1,000 WCU/s (lib/lineage/dynamo/write-budget.ts). */
+export const DEFAULT_BACKGROUND_WRITE_UNITS_PER_SECOND = 300;
 
 export const DEFAULT_ATTEMPT_SHARDS = 128;
 export const DEFAULT_ROTATION_SHARDS = 32;

@@ -15,5 +15,3 @@ export const MAX_PAGE_BYTES = 4_500_000;
 export const MAX_TIP_HOPS = 64;
 /** How long an Idempotency-Key is remembered by default (A3). */
 export const DEFAULT_IDEMPOTENCY_TTL_SECONDS = 24 * 3600;
-/** Archives and purges per partition: under a third of DynamoDB's 1,000 WCU/s (lib/lineage/dynamo/write-budget.ts). */
-export const DEFAULT_BACKGROUND_WRITE_UNITS_PER_SECOND = 300;

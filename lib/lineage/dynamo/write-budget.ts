@@ -4,7 +4,7 @@
 // generation would take that partition's whole capacity for minutes and throttle the session's
 // own appends and reads. Each partition gets a token bucket of `unitsPerSecond` (well under the
 // 1,000), shared by every background run of this container.
-import { DEFAULT_BACKGROUND_WRITE_UNITS_PER_SECOND } from '../limits.js';
+import { DEFAULT_BACKGROUND_WRITE_UNITS_PER_SECOND } from '../../config.js';
 
 /** DynamoDB's own ceiling for one partition, for the docs and the default's sizing. */
 export const PARTITION_WRITE_UNITS_PER_SECOND = 1_000;
