@@ -42,7 +42,7 @@ function snapshotTransaction(transaction: object): HistoryTransaction {
     throw new HistoryTransactionError(INVALID_ITEMS);
   }
   if (!snap || typeof snap !== 'object') throw new HistoryTransactionError('Session history transaction must be an object.');
-  const r = snap as Record<string, unknown>;
+  const r = snap as { type?: unknown; items?: unknown; expectedSuffix?: unknown; replacement?: unknown };
   const has = (k: string) => Object.prototype.hasOwnProperty.call(r, k);
   if (r.type === 'append_items') {
     if (Object.keys(r).length !== 2 || !has('items') || !Array.isArray(r.items))

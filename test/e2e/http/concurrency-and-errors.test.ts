@@ -108,13 +108,11 @@ describe('answers name the live tip of the chain (C4, F1, issue 11 item 5)', () 
     expect((await api('POST', `/sessions/${z}/compress`, { body: { origin: 'review' } })).body.sessionId).toBe(z);
     expect((await api('GET', `/sessions/${z}`)).body.session.childSessionId).toBeNull();
 
-    // C4 C13 (issue 22): once the tip is deleted the chain has no live session; no answer names an ended one.
+    // C4 C13 K3 (issues 22, 28): deleting the live tip deletes the whole chain; no answer names an ended session.
     expect((await api('DELETE', `/sessions/${z}`)).status).toBe(204);
-    expect((await api('GET', `/sessions/${p}/lineage`)).body.tip).toBeNull();
+    expectError(await api('GET', `/sessions/${p}/lineage`), 404, 'not_found');
     for (const body of [{ mode: 'rotate' }, { mode: 'in_place' }, { origin: 'review', mode: 'rotate' }]) {
-      const r = await api('POST', `/sessions/${p}/compress`, { body });
-      expectError(r, 409, 'chain_deleted');
-      expect(r.body.liveSessionId).toBeNull();
+      expectError(await api('POST', `/sessions/${p}/compress`, { body }), 404, 'not_found');
     }
   });
 });

@@ -4,7 +4,7 @@ import { describe, expect, it } from 'vitest';
 import { createRedisClients, waitForRedis } from '../../../lib/aws-clients.js';
 import { fromDomainError } from '../../../lib/api/errors.js';
 import { compactSession } from '../../../lib/compaction/index.js';
-import { ChainDeletedError } from '../../../lib/lineage/errors.js';
+import { SessionNotFoundError } from '../../../lib/lineage/errors.js';
 import type { CompactionDeps } from '../../../lib/compaction/types.js';
 import { SessionLease } from '../../../lib/lease/index.js';
 import { sessionKey } from '../../../lib/session-ref.js';
@@ -172,7 +172,7 @@ describe('compactSession outcomes', () => {
     expect(engine.calls).toHaveLength(0);
   });
 
-  it("C4 C13 F1: when the chain's tip was deleted, adoption and review answer chain_deleted (409), never the ended parent", async () => {
+  it("C4 C13 F1 K3: when the chain's live tip is deleted the whole chain goes (issue 28): adoption and review answer not found (404), never the ended parent", async () => {
     const ref = await seedSession(c.store);
     const first = await compactSession(deps(), { ref, mode: 'rotate', origin: 'turn', holder: 'fn-a' });
     expect(first.outcome).toBe('compressed');
@@ -180,17 +180,15 @@ describe('compactSession outcomes', () => {
     const engine = testEngine();
     for (const mode of ['rotate', 'in_place'] as const) {
       const err = await compactSession(deps(engine), { ref, mode, origin: 'turn', holder: `fn-${mode}` }).catch((e: unknown) => e);
-      expect(err).toBeInstanceOf(ChainDeletedError);
-      expect(fromDomainError(err)).toMatchObject({ status: 409, code: 'chain_deleted', details: { liveSessionId: null } });
+      expect(err).toBeInstanceOf(SessionNotFoundError);
+      expect(fromDomainError(err)).toMatchObject({ status: 404, code: 'not_found' });
       expect(await c.lease.holderOf(sessionKey(ref))).toBeNull();
     }
     expect(engine.calls).toHaveLength(0);
     const review = await compactSession(deps(engine), { ref, mode: 'rotate', origin: 'review', holder: 'review-fork' }).catch(
       (e: unknown) => e,
     );
-    expect(review).toBeInstanceOf(ChainDeletedError);
-    expect(fromDomainError(review)?.code).toBe('chain_deleted');
-    expect((await c.store.children(ref)).map((s) => s.sessionId)).toEqual([first.sessionId]);
+    expect(fromDomainError(review)?.code).toBe('not_found');
   });
 
   describe.each(['rotate', 'in_place'] as const)('C7 no-op results never write (%s)', (mode) => {
