@@ -8,7 +8,7 @@ import uuid
 import pytest
 
 from conftest import chat
-from session_lineage import AsyncLineageClient, ConflictError, LineageClient, NotFoundError
+from session_lineage import AsyncLineageClient, ConflictError, LineageClient, NotFoundError, ValidationError
 
 
 def test_session_routes_create_get_append_page_tail_pop_lineage_compress_delete(client: LineageClient) -> None:
@@ -105,6 +105,28 @@ def test_a_caller_chosen_idempotency_key_applies_once(client: LineageClient, con
     conv.delete()
 
 
+def test_X1_history_transactions_append_replace_replay_mismatch_and_reuse(client: LineageClient, conv_id: str) -> None:
+    conv = client.conversation(conv_id, format="chat")
+    first = conv.transaction("op-1", {"type": "append_items", "items": chat(3)})  # POST /conversations/{id}/transactions
+    assert (first["appended"], first["session"]["messageCount"]) == (3, 3)
+    # The same operation id with the same transaction replays: nothing is applied twice.
+    assert client.apply_transaction(conv_id, "op-1", {"type": "append_items", "items": chat(3)})["appended"] == 3
+    assert len(conv.items()) == 3
+    replaced = conv.transaction("op-2", {"type": "replace_suffix", "expectedSuffix": chat(3)[-1:], "replacement": chat(2, start=10)})
+    assert (replaced["removed"], replaced["appended"]) == (1, 2)
+    assert conv.items() == chat(3)[:2] + chat(2, start=10)
+    with pytest.raises(ConflictError) as mismatch:  # the expected suffix is not the live tail: nothing changes
+        conv.transaction("op-3", {"type": "replace_suffix", "expectedSuffix": chat(1, start=99), "replacement": []})
+    assert mismatch.value.code == "suffix_mismatch" and len(conv.items()) == 4
+    with pytest.raises(ValidationError) as reused:  # the same id with another transaction
+        conv.transaction("op-1", {"type": "append_items", "items": chat(1, start=77)})
+    assert reused.value.code == "idempotency_key_reused" and len(conv.items()) == 4
+    sid = client.get_conversation(conv_id)["liveSessionId"]
+    on_session = client.apply_session_transaction(sid, "op-s", {"type": "append_items", "items": chat(1, start=30)})  # the session twin
+    assert on_session["appended"] == 1 and conv.items()[-1] == chat(1, start=30)[0]
+    conv.delete()
+
+
 def test_async_client_has_the_same_surface(base_url: str, api_key: str, conv_id: str) -> None:
     async def main() -> None:
         c = AsyncLineageClient(base_url, api_key)
@@ -130,6 +152,8 @@ def test_async_client_has_the_same_surface(base_url: str, api_key: str, conv_id:
         assert (await c.pop_conversation(conv_id))["removed"] == chat(4)[-1]
         assert (await c.conversation_lineage(conv_id))["tip"] == conv["liveSessionId"]
         assert (await c.compress_conversation(conv_id, mode="rotate"))["outcome"] in ("compressed", "noop")
+        tx = await c.apply_transaction(conv_id, "op-async", {"type": "append_items", "items": chat(1, start=60)})
+        assert tx["appended"] == 1 and (await c.pop_conversation(conv_id))["removed"] == chat(1, start=60)[0]
         ac = c.conversation(conv_id)
         await ac.append(chat(1, start=50))
         assert (await ac.items())[-1] == chat(1, start=50)[0] and (await ac.tail(1)) == chat(1, start=50)

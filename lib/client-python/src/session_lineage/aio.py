@@ -116,6 +116,12 @@ class AsyncLineageClient:
     async def conversation_lineage(self, conversation_id: str) -> JSON:
         return await asyncio.to_thread(self.sync.conversation_lineage, conversation_id)
 
+    async def apply_transaction(self, conversation_id: str, operation_id: str, transaction: JSON) -> JSON:
+        return await asyncio.to_thread(self.sync.apply_transaction, conversation_id, operation_id, transaction)
+
+    async def apply_session_transaction(self, session_id: str, operation_id: str, transaction: JSON) -> JSON:
+        return await asyncio.to_thread(self.sync.apply_session_transaction, session_id, operation_id, transaction)
+
     async def compress_conversation(
         self, conversation_id: str, *, mode: Mode = "in_place", origin: Origin = "manual", keep_last: int | None = None, force: bool | None = None
     ) -> JSON:

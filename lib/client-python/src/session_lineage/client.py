@@ -255,6 +255,19 @@ class LineageClient:
     def conversation_lineage(self, conversation_id: str) -> JSON:
         return _obj(self._call("GET", f"/conversations/{_q(conversation_id)}/lineage", "repeatable").body)
 
+    def apply_transaction(self, conversation_id: str, operation_id: str, transaction: JSON) -> JSON:
+        """POST /conversations/{id}/transactions (SPEC X1): the Agents SDK's history transaction, atomic and
+        idempotent by ``operation_id`` (scoped to the conversation), so a retry resends it safely: the same id with
+        the same transaction replays, with another one it is 422 ``idempotency_key_reused``; a ``replace_suffix``
+        whose expected suffix is not the live tail is 409 ``suffix_mismatch`` and changes nothing."""
+        body = {"operationId": operation_id, "transaction": transaction}
+        return _obj(self._call("POST", f"/conversations/{_q(conversation_id)}/transactions", "repeatable", body=body).body)
+
+    def apply_session_transaction(self, session_id: str, operation_id: str, transaction: JSON) -> JSON:
+        """POST /sessions/{id}/transactions: the same on one session (the operation id scoped to it)."""
+        body = {"operationId": operation_id, "transaction": transaction}
+        return _obj(self._call("POST", f"/sessions/{_q(session_id)}/transactions", "repeatable", body=body).body)
+
     def compress_conversation(
         self,
         conversation_id: str,

@@ -84,6 +84,11 @@ class Conversation:
         removed: Any = self.client.pop_conversation(self.ensure()).get("removed")
         return removed if isinstance(removed, dict) else None
 
+    def transaction(self, operation_id: str, transaction: JSON) -> JSON:
+        """The Agents SDK's history transaction (SPEC X1: ``append_items`` or ``replace_suffix``), atomic and
+        idempotent by ``operation_id``: a retry in another process finds the first try."""
+        return self.client.apply_transaction(self.ensure(), operation_id, transaction)
+
     def compress(self, mode: Mode = "in_place", origin: Origin = "manual", keep_last: int | None = None) -> JSON:
         """The service's own engine compacts the live session (POST …/compress)."""
         return self.client.compress_conversation(self.ensure(), mode=mode, origin=origin, keep_last=keep_last)
