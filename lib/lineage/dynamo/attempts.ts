@@ -25,6 +25,7 @@ import {
   parseTaskSk,
   refOfPk,
   sessionPk,
+  partsTaskSk,
   taskSk,
 } from './keys.js';
 import { assertLive } from './links.js';
@@ -230,9 +231,12 @@ export class Attempts {
   private async removePendingChild(ref: SessionRef, pendingChildId: string): Promise<number> {
     const childRef = { tenantId: ref.tenantId, sessionId: pendingChildId };
     if (await this.table.getMeta(childRef)) return 0;
-    const keys = await this.table.keysWithPrefix(sessionPk(childRef), MSG_PREFIX);
-    await this.table.deleteAll(keys);
-    return keys.length;
+    const pk = sessionPk(childRef);
+    // The task listing rows written ahead goes too: a child without a record is garbage, and a
+    // commit that still tried would need that task (its transaction deletes it conditionally).
+    const [rows, tasks] = await Promise.all([this.table.keysWithPrefix(pk, MSG_PREFIX), this.table.keysWithPrefix(pk, partsTaskSk(''))]);
+    await this.table.deleteAll([...rows, ...tasks]);
+    return rows.length;
   }
 
   async cleanExpired(expired: ExpiredAttempt): Promise<{ cleaned: boolean; orphanMessagesRemoved: number }> {

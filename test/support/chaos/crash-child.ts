@@ -27,12 +27,14 @@ async function main(): Promise<void> {
   const coord = await makeCoordinator(point === 'after_child_messages' ? { transactionBytes: 2_000 } : {});
 
   // "After child messages written": a compaction too big for one transaction writes its items
-  // (pending child / next generation) in batches before its commit; die as the first batch lands.
+  // (pending child / next generation) in batches before its commit; die as the first batch of rows lands.
   let commitArmed = false;
   coord.ddb.middlewareStack.add(
     (next, context) => async (args) => {
       const out = await next(args);
-      if (point === 'after_child_messages' && commitArmed && context.commandName === 'BatchWriteItemCommand') die(point);
+      // The rows, not the task that lists them first (issue 28: a task names rows written ahead before they are).
+      const rows = context.commandName === 'BatchWriteItemCommand' && writesRows(args.input);
+      if (point === 'after_child_messages' && commitArmed && rows) die(point);
       return out;
     },
     { step: 'initialize', name: 'crashAfterMessagesWritten' },
@@ -76,3 +78,15 @@ async function main(): Promise<void> {
 }
 
 await main();
+
+/** Whether a BatchWriteItem puts item rows (`MSG#…`), marshalled or not. */
+function writesRows(input: unknown): boolean {
+  const tables = Object.values(
+    (input as { RequestItems?: Record<string, { PutRequest?: { Item?: { sk?: unknown } } }[]> }).RequestItems ?? {},
+  );
+  return tables.flat().some((w) => {
+    const sk = w.PutRequest?.Item?.sk;
+    const text = typeof sk === 'string' ? sk : (sk as { S?: string } | undefined)?.S;
+    return text?.startsWith('MSG#') === true;
+  });
+}
