@@ -112,7 +112,7 @@ const items = await session.getItems();
 const id = await session.getSessionId();
 const stored = await client.getConversation(id);
 let refused = '';
-try { await session.addItems([{ type: 'message', role: 'user', content: 'x', providerData: { bytes: new Uint8Array([1]) } }]); }
+try { await session.addItems([{ type: 'message', role: 'user', content: 'x', providerData: { bytes: new Uint16Array([1]) } }]); }
 catch (err) { refused = err.name; }
 let badId = '';
 try { new LineageSession({ client, sessionId: 'not an id' }); } catch (err) { badId = err.name; }
@@ -180,7 +180,7 @@ try {
     r.badId === 'TypeError';
   if (!ok) throw new Error(`the packed client under plain node answered ${out}`);
   log(
-    `plain node: appended and read back 1 item on the "responses" conversation ${r.id} at ${offline.baseUrl}; binary and a bad id refused`,
+    `plain node: appended and read back 1 item on the "responses" conversation ${r.id} at ${offline.baseUrl}; binary other than Uint8Array and a bad id refused`,
   );
   log('passed');
 } catch (err) {
