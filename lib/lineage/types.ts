@@ -136,6 +136,8 @@ export interface ReplaceSuffixInput {
   /** The operation id as a key (X1: conversation-scoped on the conversation routes). */
   idempotency: IdempotencyInput;
   respond: (session: SessionRecord, removed: number, appended: number) => StoredResponse;
+  /** T3: lands only while this turn is current; T5: without one, only if turns are optional. */
+  turn?: TurnCredential;
 }
 
 export type ReplaceSuffixResult =
