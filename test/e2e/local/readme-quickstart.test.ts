@@ -28,12 +28,14 @@ function codeBlocks(markdown: string): { lang: string; body: string }[] {
   return [...markdown.matchAll(/^```(\w*)\n([\s\S]*?)^```$/gm)].map((m) => ({ lang: m[1]!, body: m[2]! }));
 }
 
-/** The quick start's shell steps: each runs up to the next `# → ` line (the output it shows). */
+/**
+ * The README's shell steps from the quick start on (every `sh` block of it and of the sections after,
+ * which build on its KEY and conversation): each runs up to the next `# → ` line (the output it shows).
+ */
 function quickStartSteps(readme: string): Step[] {
   const start = readme.indexOf(QUICK_START_HEADING);
   if (start < 0) throw new Error(`README.md has no "${QUICK_START_HEADING}" section`);
-  const end = readme.indexOf('\n## ', start + QUICK_START_HEADING.length);
-  const section = readme.slice(start, end < 0 ? undefined : end);
+  const section = readme.slice(start);
   const steps: Step[] = [];
   for (const block of codeBlocks(section).filter((b) => b.lang === 'sh')) {
     let pending: string[] = [];
@@ -115,6 +117,7 @@ describe("the README's quick start (issue 34)", () => {
     expect(commands.some((c) => /curl .*-X PUT .*\/conversations\//.test(c))).toBe(true);
     expect(commands.some((c) => c.includes('/compress'))).toBe(true);
     expect(commands.some((c) => c.includes('/docs'))).toBe(true);
+    expect(commands.some((c) => c.includes('/turns') && c.includes('Turn-Token'))).toBe(true);
   });
 
   it('every command runs as written, in order, and prints what the README says', async () => {
