@@ -9,8 +9,8 @@
 import { randomUUID } from 'node:crypto';
 import type { Item } from '../../items/types.js';
 import type { SessionRef } from '../../session-ref.js';
-import { AttemptInFlightError, StoreOutcomeUnknownError, StoreRetryableError } from '../errors.js';
-import type { AttemptRecord, BeginAttemptInput, BegunAttempt, ExpiredAttempt, StoreTask, SweepPage } from '../types.js';
+import { AgentEnginePolicyError, AttemptInFlightError, StoreOutcomeUnknownError, StoreRetryableError } from '../errors.js';
+import type { AttemptRecord, BeginAttemptInput, BegunAttempt, CompactionPolicy, ExpiredAttempt, StoreTask, SweepPage } from '../types.js';
 import { isLiveTip, toSessionRecord, withDefaults, type MetaItem, type StoredAttempt, type StoredMeta } from './meta-row.js';
 import { runPartsTask } from './parts.js';
 import { isHeadSk, PART_PREFIX, remotePartPrefix, type RawRow } from './rows.js';
@@ -19,6 +19,7 @@ import {
   ATTEMPTS_INDEX,
   attemptShardOf,
   generationPrefix,
+  HELD_PREFIX,
   IDEM_PREFIX,
   META_SK,
   MSG_PREFIX,
@@ -31,7 +32,7 @@ import {
 import { assertLive } from './links.js';
 import { isConditionFailure, mayHaveApplied, rounds } from './retry.js';
 import { forEachShard, oldImageOf, type Key, type Table } from './table.js';
-import { FENCE_COUNTER_OK, LIVE, TAKEOVER } from './conditions.js';
+import { FENCE_COUNTER_OK, LIVE, SERVICE_ENGINE_ALLOWED, TAKEOVER } from './conditions.js';
 
 /** Attempt attributes a commit, abandon or cleanup removes. */
 export const ATTEMPT_ATTRS = '#attempt, #attemptShard, #leaseExpiresAt, #attemptWatermark, #seal';
@@ -93,9 +94,11 @@ export class Attempts {
             // A recorded attempt is replaced only when its lease ended before ours: it expired (a crashed or
             // paused holder), or ours was granted after it (its holder died or was refused after its begin
             // landed, finding 2). See TAKEOVER. The fence keeps the replaced holder from committing (L6).
-            condition: `${LIVE} AND ${TAKEOVER} AND ${FENCE_COUNTER_OK}`,
+            // E6: a service-engine begin also needs the session's policy to allow it (no read: the condition).
+            condition: `${LIVE} AND ${TAKEOVER} AND ${FENCE_COUNTER_OK}${input.serviceEngine ? ` AND ${SERVICE_ENGINE_ALLOWED}` : ''}`,
           },
           {
+            ':agent': 'agent',
             ':zero': 0,
             ':one': 1,
             ':attempt': stored,
@@ -133,6 +136,7 @@ export class Attempts {
         // An earlier try of this very update landed and its answer was lost (the SDK resent it).
         const ours = ownBeginOf(old, stored.attemptId);
         if (ours) return ours;
+        if (input.serviceEngine && old.compactionPolicy === 'agent') throw new AgentEnginePolicyError(ref.sessionId);
         if (old.attempt && !mayTakeOver(old, input.leaseExpiresAt, this.table.now()))
           throw new AttemptInFlightError(ref.sessionId, old.attempt.holder);
         if (seeded) throw err;
@@ -161,6 +165,21 @@ export class Attempts {
     const ours = meta && ownBeginOf(meta, attemptId);
     if (ours) return ours;
     throw err;
+  }
+
+  /**
+   * E6: whose engine compacts the session. The version moves, so a rotation that read the record
+   * before goes round again and its child takes the new policy (commit.ts copies it).
+   */
+  async setPolicy(ref: SessionRef, policy: CompactionPolicy): Promise<void> {
+    const update = policy === 'agent' ? 'SET #compactionPolicy = :agent ADD #version :one' : 'REMOVE #compactionPolicy ADD #version :one';
+    try {
+      await this.table.update('set compaction policy', ref, { update, condition: LIVE }, { ':agent': 'agent', ':one': 1 });
+    } catch (err) {
+      if (!isConditionFailure(err)) throw err;
+      await assertLive(this.table, ref, oldImageOf(err));
+      throw err;
+    }
   }
 
   /** C3: lift a pre-fencing record's counter to its generation, so the next fence is above it. */
@@ -281,7 +300,8 @@ export class Attempts {
       if (meta && meta.generation !== task.generation) touched = await this.archive(pk, task.generation, retentionSeconds);
     } else {
       const record = await this.table.getItem<{ pendingChildId?: string }>({ pk, sk: taskSk('purge', 0) });
-      for (const prefix of [MSG_PREFIX, IDEM_PREFIX, PART_PREFIX]) touched += await this.table.deletePaced(pk, prefix);
+      // H4: held attempts' outcome rows go too (they hold answers about the deleted session).
+      for (const prefix of [MSG_PREFIX, IDEM_PREFIX, PART_PREFIX, HELD_PREFIX]) touched += await this.table.deletePaced(pk, prefix);
       if (record?.pendingChildId) touched += await this.removePendingChild(task.ref, record.pendingChildId);
     }
     await this.table.deleteAll([{ pk, sk: taskSk(task.kind, task.generation) }]);

@@ -102,6 +102,8 @@ export class Commits {
       version: 1,
       // T4: the current turn (and the queue, fence and policy) goes on in the child.
       ...turnStateOf(meta),
+      // E6: so does whose engine compacts it.
+      compactionPolicy: meta.compactionPolicy,
     });
     const strategy: Strategy<RotationCommitted> = {
       what: 'commit rotation',

@@ -14,6 +14,7 @@ import type {
   BeginAttemptInput,
   BegunAttempt,
   CommitInput,
+  CompactionPolicy,
   ConversationPage,
   ConversationRecord,
   CreateConversationInput,
@@ -131,6 +132,9 @@ export class DynamoLineageStore implements LineageStore {
 
   setTurnPolicy(ref: SessionRef, policy: TurnPolicy): Promise<void> {
     return this.turns.setPolicy(ref, policy);
+  }
+  setCompactionPolicy(ref: SessionRef, policy: CompactionPolicy): Promise<void> {
+    return this.attempts.setPolicy(ref, policy);
   }
   replaceSuffix(ref: SessionRef, input: ReplaceSuffixInput): Promise<ReplaceSuffixResult> {
     return this.transactions.replaceSuffix(ref, input);
