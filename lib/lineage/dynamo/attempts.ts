@@ -76,7 +76,9 @@ export class Attempts {
     // P1: a container that knows the record sends the snapshot read beside the begin, for the
     // items that record holds. The begin's old image decides whether the read is the snapshot.
     const known = liveVersioned(this.table.records.get(pk));
-    const early = known && this.table.readItems(pk, known.generation, 1, known.lastSeq);
+    // E6: no read beside a begin this container knows its policy refuses.
+    const refused = input.serviceEngine && known?.compactionPolicy === 'agent';
+    const early = known && !refused ? this.table.readItems(pk, known.generation, 1, known.lastSeq) : undefined;
     // A read the begin proves useless (or a begin that fails) must not surface as an unhandled rejection.
     early?.catch(() => undefined);
     // Two rounds at most: the second only after seeding the fence counter of a record from before it.
@@ -127,7 +129,7 @@ export class Attempts {
         // it wrong: an append is past the watermark (the commit's tail, I4), a pop of an item in
         // it marks the attempt stale (A6), another holder's begin or commit moves the fence (L6).
         // Any other version: the container's record was stale, and snapshot() reads afresh.
-        if (early && old.version === known.version) this.readBeside.set(begun, early);
+        if (early && old.version === known?.version) this.readBeside.set(begun, early);
         return begun;
       } catch (err) {
         if (err instanceof StoreRetryableError && mayHaveApplied(err.cause)) return await this.verifyBegin(ref, stored.attemptId, err);

@@ -416,6 +416,8 @@ function metaFromBegun(begun: BegunAttempt): MetaItem {
     createdAt: s.createdAt,
     parentSessionId: s.parentSessionId,
     rootSessionId: s.rootSessionId,
+    // E6: the child copies it (the version condition holds it as read).
+    compactionPolicy: s.compactionPolicy === 'agent' ? 'agent' : undefined,
     fence: begun.attempt.fence,
     generation: s.generation,
     messageCount: s.messageCount,
