@@ -10,7 +10,16 @@ import { randomUUID } from 'node:crypto';
 import type { Item } from '../../items/types.js';
 import type { SessionRef } from '../../session-ref.js';
 import { AgentEnginePolicyError, AttemptInFlightError, StoreOutcomeUnknownError, StoreRetryableError } from '../errors.js';
-import type { AttemptRecord, BeginAttemptInput, BegunAttempt, CompactionPolicy, ExpiredAttempt, StoreTask, SweepPage } from '../types.js';
+import type {
+  AttemptRecord,
+  BeginAttemptInput,
+  BegunAttempt,
+  CompactionPolicy,
+  ExpiredAttempt,
+  SessionRecord,
+  StoreTask,
+  SweepPage,
+} from '../types.js';
 import { isLiveTip, toSessionRecord, withDefaults, type MetaItem, type StoredAttempt, type StoredMeta } from './meta-row.js';
 import { runPartsTask } from './parts.js';
 import { isHeadSk, PART_PREFIX, remotePartPrefix, type RawRow } from './rows.js';
@@ -327,6 +336,25 @@ export class Attempts {
       }
     }
     return items;
+  }
+
+  /**
+   * Held attempts in flight (E1-E5), for operators (`lease show`): every shard of attemptsByExpiry
+   * (sparse: only records with an attempt, and task rows), confirmed on the records themselves.
+   */
+  async listHeld(tenantId?: string): Promise<SessionRecord[]> {
+    const perShard = await forEachShard(allShards('A', this.table.attemptShards), (shard) =>
+      this.table.queryIndex<Key>({
+        IndexName: ATTEMPTS_INDEX,
+        KeyConditionExpression: '#s = :s',
+        ExpressionAttributeNames: { '#s': 'attemptShard' },
+        ExpressionAttributeValues: { ':s': shard },
+      }),
+    );
+    const prefix = tenantId === undefined ? 'T#' : `${sessionPk({ tenantId, sessionId: '' })}`;
+    const keys = perShard.flat().filter((k) => k.sk === META_SK && k.pk.startsWith(prefix));
+    const metas = await this.table.batchGetMetas(keys);
+    return metas.filter((m) => m.attempt?.held && !m.deletedAt).map(toSessionRecord);
   }
 
   /**

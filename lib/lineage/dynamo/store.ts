@@ -236,6 +236,10 @@ export class DynamoLineageStore implements LineageStore {
     return this.attempts.runTask(task, this.retention);
   }
 
+  /** Operators (`lease show`): the sessions holding a held attempt, of one tenant or all. */
+  listHeldAttempts(tenantId?: string): Promise<SessionRecord[]> {
+    return this.attempts.listHeld(tenantId);
+  }
   listSweepWork(now: number, limit: number): Promise<SweepPage> {
     return this.attempts.listSweepWork(now, limit);
   }
