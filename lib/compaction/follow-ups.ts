@@ -4,7 +4,7 @@
 // agent's), so operators see agent compactions exactly as they see the service's.
 import type { Metrics } from '@aws-lambda-powertools/metrics';
 import { sessionCompactedEvent, type CompactionEventPublisher } from '../events/session-compacted.js';
-import { recordCompaction, type CompactionOutcomeLike } from '../telemetry/compaction-metrics.js';
+import { recordCompaction, type CompactionOutcomeKind, type CompactionOutcomeLike } from '../telemetry/compaction-metrics.js';
 
 export interface CompactionFollowUps {
   /** EMF metrics (telemetry/compaction-metrics.ts); none when unset. */
@@ -35,4 +35,20 @@ export async function announceCommit(
   correlationId?: string,
 ): Promise<void> {
   if (deps.events) await deps.events.publish(sessionCompactedEvent(tenantId, committed, new Date(), correlationId));
+}
+
+/** An API answer (a held attempt's) as the metrics count it: their dimensions are a closed set (compaction-metrics.ts). */
+export function counted(answer: Record<string, unknown>): CompactionOutcomeLike {
+  return { outcome: answer.outcome as CompactionOutcomeKind, reason: typeof answer.reason === 'string' ? answer.reason : undefined };
+}
+
+/** A compressed API answer as the SessionCompacted event names it. */
+export function committedOf(answer: Record<string, unknown>): CommittedLike {
+  return {
+    mode: answer.mode === 'rotate' ? 'rotate' : 'in_place',
+    sessionId: String(answer.sessionId),
+    previousSessionId: String(answer.previousSessionId),
+    generation: typeof answer.generation === 'number' ? answer.generation : undefined,
+    conversationId: typeof answer.conversationId === 'string' ? answer.conversationId : undefined,
+  };
 }

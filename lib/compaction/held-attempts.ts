@@ -18,8 +18,7 @@ import type { HeldOutcomeRecord, LineageStore } from '../lineage/types.js';
 import { silentLogger, type Logger } from '../logger.js';
 import { sessionKey, type SessionRef } from '../session-ref.js';
 import { AttemptScope } from './attempt-scope.js';
-import type { CompactionOutcomeKind, CompactionOutcomeLike } from '../telemetry/compaction-metrics.js';
-import { announceCommit, countAttempt, type CommittedLike, type CompactionFollowUps } from './follow-ups.js';
+import { announceCommit, committedOf, countAttempt, counted, type CompactionFollowUps } from './follow-ups.js';
 import { decodeAttemptId, encodeAttemptId, type AttemptKey } from './held-attempt-id.js';
 import {
   acquireLease,
@@ -116,23 +115,6 @@ function endingAnswer(e: Ending, sessionId: string): Record<string, unknown> {
     case 'disabled':
       return { outcome: 'disabled', reason: e.reason, sessionId: e.sessionId };
   }
-}
-
-/** An answer as the metrics count it (their dimensions are a closed set: telemetry/compaction-metrics.ts). */
-function counted(answer: Record<string, unknown>): CompactionOutcomeLike {
-  return { outcome: answer.outcome as CompactionOutcomeKind, reason: typeof answer.reason === 'string' ? answer.reason : undefined };
-}
-
-/** A compressed answer as the SessionCompacted event names it. */
-function committedOf(answer: Record<string, unknown>): CommittedLike {
-  const str = (v: unknown) => (typeof v === 'string' ? v : undefined);
-  return {
-    mode: answer.mode === 'rotate' ? 'rotate' : 'in_place',
-    sessionId: String(answer.sessionId),
-    previousSessionId: String(answer.previousSessionId),
-    generation: typeof answer.generation === 'number' ? answer.generation : undefined,
-    conversationId: str(answer.conversationId),
-  };
 }
 
 export class HeldAttempts {
@@ -426,9 +408,4 @@ export class HeldAttempts {
       heartbeatIntervalMs: defaultRefreshInterval(k.ttlMs),
     };
   }
-}
-
-/** The session an attempt id names (conversation routes act on the attempt's own session). */
-export function sessionOfAttempt(attemptId: string): string | null {
-  return decodeAttemptId(attemptId)?.sessionId ?? null;
 }
