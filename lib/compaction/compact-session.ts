@@ -81,7 +81,7 @@ export async function compactSession(
       case 'noop':
         return noop(e.reason, known ?? []);
       case 'disabled':
-        return { outcome: 'disabled', reason: 'review_origin', sessionId: e.sessionId, warnings, ...(await inputIfAsked()) };
+        return { outcome: 'disabled', reason: e.reason, sessionId: e.sessionId, warnings, ...(await inputIfAsked()) };
     }
   };
 
@@ -102,7 +102,8 @@ export async function compactSession(
   }
 
   async function underLease(): Promise<CompactionOutcome> {
-    const opened = await beginUnderLease(phase, scope, ref, { ttlMs });
+    // E6: the service's engine, so the begin checks the session's policy unless the caller forced it.
+    const opened = await beginUnderLease(phase, scope, ref, { ttlMs, serviceEngine: req.force !== true });
     if (isEnding(opened)) return asOutcome(opened);
     const { begun, snapshot: input, ownership } = opened;
     if (input.length === 0) return noop('nothing_to_compact', []);
