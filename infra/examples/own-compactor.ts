@@ -19,8 +19,11 @@ export interface OwnCompactorResult {
 /** A stand-in for your model: keeps the first user turn and one summary line naming what it replaced. */
 export function deterministicSummary(messages: readonly Item[]): Item[] {
   const firstUser = messages.find((m) => (m as { role?: string }).role === 'user');
-  const topics = messages.map((m) => String((m as { content?: unknown }).content).split(':')[0]);
-  return [...(firstUser ? [firstUser] : []), { role: 'assistant', content: `Summary of ${messages.length} items: ${topics.join(', ')}.` }];
+  const topics = new Set(messages.map((m) => String((m as { content?: unknown }).content).split(':')[0]));
+  return [
+    ...(firstUser ? [firstUser] : []),
+    { role: 'assistant', content: `Summary of ${messages.length} items: ${[...topics].join(', ')}.` },
+  ];
 }
 
 export async function runOwnCompactor(client: LineageClient, log: (line: string) => void = console.log): Promise<OwnCompactorResult> {
