@@ -2,7 +2,7 @@
 // (the lease, the fence, the snapshot), heartbeats while the agent's own engine runs (L5), the
 // fenced commit, or the abort in `finally` (I3). Requests go through the client's transport (its
 // timeouts, retries and typed errors); this file only orders them.
-import { ConflictError, LineageApiError, LineageError } from './errors.js';
+import { ConflictError } from './errors.js';
 import { assertJsonValue } from './json-values.js';
 import { retryDelayMs, sleep, type RetryPolicy, type Safety } from './retry.js';
 import type { BeginCompactionResponse, CompactionAttempt, CompressMode, CompressOrigin, CompressResponse, Item } from './types.js';
@@ -74,13 +74,15 @@ export async function compactHeld(
       if (!signal.aborted) throw err;
     }
     await stop();
+    const skipped = (reason: 'lease_lost' | 'cancelled') => ({ outcome: 'skipped', reason, sessionId: attempt.sessionId }) as const;
     // C9 / L5: cancelled, or the lease is not ours any more: never commit.
-    if (signal.aborted)
-      return { outcome: 'skipped', reason: lost.signal.aborted ? 'lease_lost' : 'cancelled', sessionId: attempt.sessionId };
+    if (signal.aborted) return skipped(lost.signal.aborted ? 'lease_lost' : 'cancelled');
     assertJsonValue(replacement, 'replacement');
     for (let n = 1; ; n++) {
       // Repeatable: a repeated commit of the attempt answers its first outcome (E3).
       const r = await call<CompressResponse>(`${at}/commit`, 'POST', { token, body: { messages: replacement! } }).catch((err: unknown) => {
+        // L6: taken over (409 lease_lost): nothing was written, as a heartbeat's lease_lost.
+        if (err instanceof ConflictError && err.code === 'lease_lost') return skipped('lease_lost');
         // The first of two sends (its answer lost) is still committing: ask again for its answer.
         if (!(err instanceof ConflictError && err.code === 'commit_in_progress') || n >= policy.maxAttempts) throw err;
       });
@@ -100,8 +102,8 @@ export async function compactHeld(
 /**
  * L5: one heartbeat now, then one per interval (the service's heartbeatIntervalMs, which is L5's
  * max(1 s, min(60 s, ttl / 2))), never two at once. A success resets the failure count; after
- * cap = max(1, floor(ttl / interval)) consecutive failures, or at once on a refusal saying the lease
- * is not the attempt's (a 4xx: lease_lost), it aborts `lost`. Answers its stop, which waits for a
+ * cap = max(1, floor(ttl / interval)) consecutive failures, or at once on a 409 (lease_lost: the
+ * lease is not the attempt's), it aborts `lost` with the last heartbeat's error. Answers its stop, which waits for a
  * heartbeat in flight.
  */
 function refresher(
@@ -118,8 +120,8 @@ function refresher(
         await beat(every);
         failures = 0;
       } catch (err) {
-        const refused = err instanceof LineageApiError && err.status < 500 && err.status !== 429;
-        if (refused || ++failures >= cap) return lost.abort(new LineageError(`lease lost: ${String(err)}`));
+        // 409 lease_lost: the lease is another's; no later heartbeat can help. The engine's signal carries the error.
+        if (err instanceof ConflictError || ++failures >= cap) return lost.abort(err);
       }
       await sleep(every - (Date.now() - started), stopping.signal).catch(() => undefined);
     }

@@ -2,10 +2,12 @@
 // (serverless-offline), through a proxy that counts the requests and can lose an answer. The
 // engines here are the test's own functions: what runs between the begin and the commit is
 // the agent's business; everything else is the real service.
+import { execFileSync } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import {
   LineageClient,
+  LineageNetworkError,
   responsesCompactEngine,
   type CompactionEngine,
   type CompactionEngineInput,
@@ -178,12 +180,51 @@ describe('client.compactWith: held compaction attempts with your own engine', ()
     );
     const r = await viaProxy.compactWith(id, engine, { ttlMs: 5000 });
     expect(r).toMatchObject({ outcome: 'skipped', reason: 'lease_lost' });
-    expect(String(reason)).toContain('lease lost');
+    expect(reason).toBeInstanceOf(LineageNetworkError); // the last heartbeat's failure
     expect(proxy.seen.filter(isBeat)).toHaveLength(2); // cap = floor(5000 / 2500)
     expect(proxy.seen.filter(isCommit)).toHaveLength(0);
     expect(proxy.seen.filter(isAbort)).toHaveLength(1);
     expect((await direct.readConversation(id)).items).toEqual(turns(6));
     expect((await beginElsewhere(id, { origin: 'manual' })).status).toBe(201); // I3: free
+  }, 30_000);
+
+  it('L6 E5: a paused holder (no heartbeat ran) is taken over after its TTL; its late commit is refused lease_lost, it answers skipped/lease_lost and the new holder is untouched', async () => {
+    const id = await conversationWith(6);
+    let beats = 0;
+    const client = new LineageClient({
+      baseUrl: service.baseUrl,
+      apiKey,
+      fetch: async (req) => {
+        const res = await fetch(req);
+        if (req.url.endsWith('/heartbeat')) beats++;
+        return res;
+      },
+    });
+    let taker: { attempt: { attemptId: string; leaseToken: string } } | undefined;
+    const { engine } = recordingEngine(summary, async () => {
+      while (beats < 1) await new Promise((r) => setTimeout(r, 20)); // the immediate heartbeat answered
+      // The process pauses (a stop-the-world pause, a frozen container): no timer runs, so no heartbeat.
+      // Meanwhile another agent takes the session over once the lease expired (E5).
+      for (;;) {
+        const out = execFileSync('curl', ['-s', '-X', 'POST', `${service.baseUrl}${held(id)}`, '-H', `authorization: Bearer ${apiKey}`]);
+        const answer = JSON.parse(out.toString('utf8')) as { outcome: string; attempt: { attemptId: string; leaseToken: string } };
+        if (answer.outcome === 'started') {
+          taker = answer;
+          break;
+        }
+        Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, 200);
+      }
+    });
+    const r = await client.compactWith(id, engine, { ttlMs: 5000 });
+    expect(r).toMatchObject({ outcome: 'skipped', reason: 'lease_lost' });
+    expect(beats).toBe(1);
+    expect((await direct.readConversation(id)).items).toEqual(turns(6));
+    const { attemptId, leaseToken } = taker!.attempt;
+    const headers = { authorization: `Bearer ${apiKey}`, 'lease-token': leaseToken };
+    expect(await (await fetch(`${service.baseUrl}${held(id)}/${attemptId}`, { headers })).json()).toMatchObject({
+      attempt: { status: 'running' },
+    });
+    expect((await fetch(`${service.baseUrl}${held(id)}/${attemptId}`, { method: 'DELETE', headers })).status).toBe(200);
   }, 30_000);
 
   it('C6 I3: an engine that throws gets the abort, its error propagates, and the lease is free for the next attempt', async () => {
