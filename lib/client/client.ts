@@ -380,14 +380,13 @@ export class LineageClient {
    * (held.ts; docs/held-compactions.md). A loser answers skipped/locked and never runs the engine.
    */
   compactWith(id: string, engine: CompactionEngine, opts: CompactWithOptions = {}): Promise<CompactWithResult> {
-    // The conversation form of the routes; the session form (/sessions/{id}/compactions…) has the same shapes.
+    // The conversation form of the routes, sent untyped: held.ts names the tails. The session form has the same shapes.
     const request = this.#api.request as unknown as (m: string, path: string, init: object) => Promise<FetchResult<never>>;
-    const call: HeldCall = async (tail, method, { token, body, safety = 'repeatable', beat }) =>
+    const call: HeldCall = async (tail, { token, body, safety = 'repeatable', beat }, method = 'POST') =>
       (
         await send(
           (signal) =>
-            request(method, `/conversations/{id}/compactions${tail}`, {
-              params: { path: { id } },
+            request(method, `/conversations/${encodeURIComponent(id)}/compactions${tail}`, {
               headers: { 'lease-token': token },
               body,
               signal,

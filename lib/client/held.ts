@@ -34,8 +34,8 @@ export type CompactWithResult = Omit<CompressResponse, 'reason' | 'warnings'> & 
   warnings?: string[];
 };
 
-/** One request on the attempt's routes: `tail` follows …/compactions; `beat` is a heartbeat (one attempt, within `timeoutMs`). */
-export type HeldCall = <D>(tail: string, method: 'POST' | 'DELETE', req: HeldRequest) => Promise<D>;
+/** One request on the attempt's routes (a POST unless said): `tail` follows …/compactions; `beat` is a heartbeat's timeout (one attempt). */
+export type HeldCall = <D>(tail: string, req: HeldRequest, method?: 'POST' | 'DELETE') => Promise<D>;
 export interface HeldRequest {
   token?: string;
   body?: unknown;
@@ -55,13 +55,13 @@ export async function compactHeld(
   { signal: caller, ...req }: CompactWithOptions,
 ): Promise<CompactWithResult> {
   // 'once': a begin that got no answer may hold the lease; repeated, it would meet itself as `locked`.
-  const begun = await call<BeginCompactionResponse>('', 'POST', { body: req, safety: 'once' });
+  const begun = await call<BeginCompactionResponse>('', { body: req, safety: 'once' });
   if (begun.outcome !== 'started') return begun as CompactWithResult;
   const { leaseToken: token, ...attempt } = begun.attempt!;
   const at = `/${attempt.attemptId}`; // base64url: safe in a path
   const lost = new AbortController();
   const signal = AbortSignal.any([lost.signal, caller ?? lost.signal]);
-  const stop = refresher(attempt, lost, (beat) => call(`${at}/heartbeat`, 'POST', { token, beat }));
+  const stop = refresher(attempt, lost, (beat) => call(`${at}/heartbeat`, { token, beat }));
   let ended = false;
   try {
     let messages = begun.messages!;
@@ -80,11 +80,14 @@ export async function compactHeld(
     assertJsonValue(replacement, 'replacement');
     for (let n = 1; ; n++) {
       // Repeatable: a repeated commit of the attempt answers its first outcome (E3).
-      const r = await call<CompressResponse>(`${at}/commit`, 'POST', { token, body: { messages: replacement! } }).catch((err: unknown) => {
-        // L6: taken over (409 lease_lost): nothing was written, as a heartbeat's lease_lost.
-        if (err instanceof ConflictError && err.code === 'lease_lost') return skipped('lease_lost');
-        // The first of two sends (its answer lost) is still committing: ask again for its answer.
-        if (!(err instanceof ConflictError && err.code === 'commit_in_progress') || n >= policy.maxAttempts) throw err;
+      const r = await call<CompressResponse>(`${at}/commit`, { token, body: { messages: replacement! } }).catch((err: unknown) => {
+        if (err instanceof ConflictError) {
+          // L6: taken over (409 lease_lost): nothing was written, as a heartbeat's lease_lost.
+          if (err.code === 'lease_lost') return skipped('lease_lost');
+          // The first of two sends (its answer lost) is still committing: ask again for its answer.
+          if (err.code === 'commit_in_progress' && n < policy.maxAttempts) return;
+        }
+        throw err;
       });
       if (r) {
         ended = true;
@@ -95,7 +98,7 @@ export async function compactHeld(
   } finally {
     await stop();
     // I3: the lease is released whatever happened; a failed abort leaves it to expire with its TTL.
-    if (!ended) await call(at, 'DELETE', { token }).catch(() => undefined);
+    if (!ended) await call(at, { token }, 'DELETE').catch(() => undefined);
   }
 }
 
