@@ -7,6 +7,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ApiKeyStore } from '../../../lib/api/api-keys.js';
 import { handleHttpRequest } from '../../../functions/adapters/api-gateway.js';
 import type { ApiDeps } from '../../../lib/api/http-app.js';
+import { compactSession } from '../../../lib/compaction/compact-session.js';
 import { httpDeps } from '../../../lib/runtime.js';
 import { sessionKey } from '../../../lib/session-ref.js';
 import { RoundTrips } from '../../support/round-trips.js';
@@ -147,5 +148,35 @@ describe('compaction policy (SPEC E6)', () => {
       'service',
     );
     expect((await call('POST', `/conversations/${conv.id}/compress`, { body: { mode: 'rotate' } })).body.outcome).toBe('compressed');
+  });
+
+  it('E6: a policy set while a held rotation is between its begin and its commit reaches the child', async () => {
+    const conv = await conversation();
+    const { attempt } = (await call('POST', `/conversations/${conv.id}/compactions`, { body: { mode: 'rotate' } })).body;
+    expect((await call('PATCH', `/conversations/${conv.id}`, { body: { compaction: 'agent' } })).status).toBe(200);
+    const committed = await call('POST', `/conversations/${conv.id}/compactions/${attempt.attemptId}/commit`, {
+      token: attempt.leaseToken,
+      body: { messages: summary },
+    });
+    expect(committed.body.outcome).toBe('compressed');
+    const { store } = await rt.core();
+    expect((await store.getSession({ tenantId, sessionId: committed.body.sessionId }))?.compactionPolicy).toBe('agent');
+  });
+
+  it("E6: a policy set while the service engine's rotation runs reaches the child: the set moves the version, so the commit goes round again on the record as it is", async () => {
+    const conv = await conversation();
+    const ref = { tenantId, sessionId: conv.sessionId };
+    const { store, lease } = await rt.core();
+    const engine = {
+      name: 'sets-the-policy-meanwhile',
+      acceptedOptions: [] as const,
+      async compress({ items }: { items: readonly unknown[] }) {
+        await store.setCompactionPolicy(ref, 'agent');
+        return { items: [items[0], { role: 'assistant', content: 'SUMMARY' }, ...items.slice(-2)] as never[] };
+      },
+    };
+    const outcome = await compactSession({ lease, store, engine }, { ref, mode: 'rotate', origin: 'manual', holder: 'e6-meanwhile' });
+    expect(outcome.outcome).toBe('compressed');
+    expect((await store.getSession({ tenantId, sessionId: outcome.sessionId }))?.compactionPolicy).toBe('agent');
   });
 });
