@@ -16,13 +16,13 @@ import type {
   SessionHistoryTransactionAwareSession,
 } from '@openai/agents-core';
 import { decodeBinary, encodeBinary } from './binary.js';
-import type { LineageClient } from './client.js';
+import type { HeldTurn, LineageClient } from './client.js';
 import { chunks, MAX_TAIL } from './chunks.js';
 import { BadRequestError, ConflictError, IdempotencyKeyReusedError, LineageError, NotFoundError } from './errors.js';
 import { HistoryTransactionError, snapshotTransactionArgs, type HistoryTransaction } from './history-snapshot.js';
 import { assertJsonValue } from './json-values.js';
 import type { CompactionEngine, CompactWithResult } from './held.js';
-import type { CompressMode, CompressOrigin, Item, Session } from './types.js';
+import type { BeginTurnRequest, CompressMode, CompressOrigin, Item, Session } from './types.js';
 
 /** K1's conversation id rule, checked before any request (the service answers 400 otherwise). */
 /** K1's rule, less `.` and `..`, which a URL resolves away (`/conversations/..` is `/`): no request could name them. */
@@ -83,7 +83,7 @@ export interface CompactOptions {
 export class LineageSession
   implements OpenAIResponsesCompactionAwareSession, SessionHistoryTransactionAwareSession, SessionHistoryRewriteAwareSession
 {
-  readonly #client: LineageClient;
+  #client: LineageClient;
   readonly #opts: LineageSessionOptions;
   /** The conversation id: fixed once chosen (in the constructor, or on first use). */
   #id: string | undefined;
@@ -286,6 +286,27 @@ export class LineageSession
       this.#lastCount = 0;
       this.#opts.onEvent?.({ type: 'cleared', conversationId: id });
     });
+  }
+
+  /**
+   * Holds the conversation for `fn` with a turn (SPEC T1-T6; client.withTurn): every write this
+   * session makes meanwhile carries the turn's token. `session.runTurn(() => run(agent, input, {session}))`:
+   * with `reject`, a second process's runTurn throws ConversationBusyError before its model is called.
+   */
+  async runTurn<T>(fn: (turn: HeldTurn) => Promise<T>, req?: BeginTurnRequest): Promise<T> {
+    const own = this.#client;
+    return own.withTurn(
+      await this.getSessionId(),
+      async (client, turn) => {
+        this.#client = client;
+        try {
+          return await fn(turn);
+        } finally {
+          this.#client = own;
+        }
+      },
+      req,
+    );
   }
 
   /**

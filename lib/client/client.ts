@@ -3,7 +3,7 @@
 // retries and typed errors. Needs nothing but `fetch` (Node 20+, Lambda).
 import createClient, { type Client } from 'openapi-fetch';
 import { CursorStaleError, LineageError, NotFoundError, SessionEndedError } from './errors.js';
-import { compactHeld, type CompactionEngine, type CompactWithOptions, type CompactWithResult, type HeldCall } from './held.js';
+import { compactHeld, keepAlive, type CompactionEngine, type CompactWithOptions, type CompactWithResult, type HeldCall } from './held.js';
 import { assertJsonValue } from './json-values.js';
 import type { paths } from './openapi-types.js';
 import { resolvePolicy, type RetryPolicy, type Safety } from './retry.js';
@@ -12,6 +12,9 @@ import type {
   CompressRequest,
   CompressResponse,
   CreateSessionRequest,
+  BeginTurnRequest,
+  GrantedTurn,
+  Turn,
   HistoryTransactionRequest,
   HistoryTransactionResponse,
   Item,
@@ -34,6 +37,8 @@ export interface LineageClientOptions {
   /** Per attempt; default 30 s (API Gateway's own limit). */
   timeoutMs?: number;
   retry?: Partial<RetryPolicy>;
+  /** Headers sent with every request (withTurn's client sends its turn's Turn-Token this way). */
+  headers?: Record<string, string>;
 }
 
 export interface CallOptions {
@@ -87,19 +92,24 @@ export function newIdempotencyKey(): string {
   return `lsc-${crypto.randomUUID()}`;
 }
 
+/** A turn held by withTurn: the grant, and a signal that aborts when its heartbeats find it lost (superseded, expired). */
+export type HeldTurn = GrantedTurn & { signal: AbortSignal };
+
 export class LineageClient {
   readonly #api: Client<paths>;
   readonly #policy: RetryPolicy;
   readonly #timeoutMs: number;
+  readonly #opts: LineageClientOptions;
 
   constructor(opts: LineageClientOptions) {
     if (!opts.baseUrl) throw new TypeError('baseUrl is required');
     if (!opts.apiKey) throw new TypeError('apiKey is required');
     this.#policy = resolvePolicy(opts.retry);
     this.#timeoutMs = opts.timeoutMs ?? DEFAULT_TIMEOUT_MS;
+    this.#opts = opts;
     this.#api = createClient<paths>({
       baseUrl: opts.baseUrl,
-      headers: { authorization: `Bearer ${opts.apiKey}` },
+      headers: { ...opts.headers, authorization: `Bearer ${opts.apiKey}` },
       ...(opts.fetch ? { fetch: opts.fetch } : {}),
     });
   }
@@ -119,7 +129,7 @@ export class LineageClient {
 
   /** GET /sessions/{id}. */
   async getSession(id: string, opts: CallOptions = {}): Promise<Session> {
-    const r = await this.#send('repeatable', opts, (signal) => this.#api.GET('/sessions/{id}', { params: { path: { id } }, signal }));
+    const r = await this.#send('repeatable', opts, (signal) => this.#api.GET('/sessions/{id}', { ...inSession(id), signal }));
     return r.data.session;
   }
 
@@ -128,7 +138,7 @@ export class LineageClient {
    * attempt is what deleted it.
    */
   deleteSession(id: string, opts: CallOptions = {}): Promise<void> {
-    return deleted(this.#send('repeatable', opts, (signal) => this.#api.DELETE('/sessions/{id}', { params: { path: { id } }, signal })));
+    return deleted(this.#send('repeatable', opts, (signal) => this.#api.DELETE('/sessions/{id}', { ...inSession(id), signal })));
   }
 
   /**
@@ -216,17 +226,13 @@ export class LineageClient {
    * Not retried once it may have reached the service: a repeat would remove a second item.
    */
   async pop(id: string, opts: CallOptions = {}): Promise<PopResponse> {
-    const r = await this.#send('once', opts, (signal) =>
-      this.#api.DELETE('/sessions/{id}/messages/last', { params: { path: { id } }, signal }),
-    );
+    const r = await this.#send('once', opts, (signal) => this.#api.DELETE('/sessions/{id}/messages/last', { ...inSession(id), signal }));
     return r.data;
   }
 
   /** GET /sessions/{id}/lineage: the chain root → tip, from any member. */
   async lineage(id: string, opts: CallOptions = {}): Promise<Lineage> {
-    const r = await this.#send('repeatable', opts, (signal) =>
-      this.#api.GET('/sessions/{id}/lineage', { params: { path: { id } }, signal }),
-    );
+    const r = await this.#send('repeatable', opts, (signal) => this.#api.GET('/sessions/{id}/lineage', { ...inSession(id), signal }));
     return r.data;
   }
 
@@ -237,7 +243,7 @@ export class LineageClient {
    */
   async compress(id: string, req: CompressRequest = {}, opts: CallOptions = {}): Promise<CompressResponse> {
     const r = await this.#send(compressSafety(req), opts, (signal) =>
-      this.#api.POST('/sessions/{id}/compress', { params: { path: { id } }, body: req, signal }),
+      this.#api.POST('/sessions/{id}/compress', { ...inSession(id), body: req, signal }),
     );
     return r.data;
   }
@@ -252,7 +258,7 @@ export class LineageClient {
     opts: CallOptions = {},
   ): Promise<{ conversation: Conversation; created: boolean }> {
     const r = await this.#send('repeatable', opts, (signal) =>
-      this.#api.PUT('/conversations/{conversationId}', { params: { path: { conversationId: id } }, body: req, signal }),
+      this.#api.PUT('/conversations/{conversationId}', { ...inConversation(id), body: req, signal }),
     );
     return { conversation: r.data.conversation, created: r.response.status === 201 };
   }
@@ -260,7 +266,7 @@ export class LineageClient {
   /** GET /conversations/{id}. */
   async getConversation(id: string, opts: CallOptions = {}): Promise<Conversation> {
     const r = await this.#send('repeatable', opts, (signal) =>
-      this.#api.GET('/conversations/{conversationId}', { params: { path: { conversationId: id } }, signal }),
+      this.#api.GET('/conversations/{conversationId}', { ...inConversation(id), signal }),
     );
     return r.data.conversation;
   }
@@ -274,7 +280,7 @@ export class LineageClient {
   /** PATCH /conversations/{id}: replaces its metadata. */
   async updateConversation(id: string, metadata: Record<string, unknown>, opts: CallOptions = {}): Promise<Conversation> {
     const r = await this.#send('repeatable', opts, (signal) =>
-      this.#api.PATCH('/conversations/{conversationId}', { params: { path: { conversationId: id } }, body: { metadata }, signal }),
+      this.#api.PATCH('/conversations/{conversationId}', { ...inConversation(id), body: { metadata }, signal }),
     );
     return r.data.conversation;
   }
@@ -282,9 +288,7 @@ export class LineageClient {
   /** DELETE /conversations/{id}: every session of the chain. A 404 after an unanswered attempt counts as done. */
   deleteConversation(id: string, opts: CallOptions = {}): Promise<void> {
     return deleted(
-      this.#send('repeatable', opts, (signal) =>
-        this.#api.DELETE('/conversations/{conversationId}', { params: { path: { conversationId: id } }, signal }),
-      ),
+      this.#send('repeatable', opts, (signal) => this.#api.DELETE('/conversations/{conversationId}', { ...inConversation(id), signal })),
     );
   }
 
@@ -353,7 +357,7 @@ export class LineageClient {
   /** DELETE /conversations/{id}/messages/last. Not retried once it may have reached the service. */
   async popConversation(id: string, opts: CallOptions = {}): Promise<PopResponse> {
     const r = await this.#send('once', opts, (signal) =>
-      this.#api.DELETE('/conversations/{conversationId}/messages/last', { params: { path: { conversationId: id } }, signal }),
+      this.#api.DELETE('/conversations/{conversationId}/messages/last', { ...inConversation(id), signal }),
     );
     return r.data;
   }
@@ -361,7 +365,7 @@ export class LineageClient {
   /** GET /conversations/{id}/lineage: the chain root → tip. */
   async conversationLineage(id: string, opts: CallOptions = {}): Promise<Lineage> {
     const r = await this.#send('repeatable', opts, (signal) =>
-      this.#api.GET('/conversations/{conversationId}/lineage', { params: { path: { conversationId: id } }, signal }),
+      this.#api.GET('/conversations/{conversationId}/lineage', { ...inConversation(id), signal }),
     );
     return r.data;
   }
@@ -369,7 +373,7 @@ export class LineageClient {
   /** POST /conversations/{id}/compress on the live session (retried like compress()). */
   async compressConversation(id: string, req: CompressRequest = {}, opts: CallOptions = {}): Promise<CompressResponse> {
     const r = await this.#send(compressSafety(req), opts, (signal) =>
-      this.#api.POST('/conversations/{conversationId}/compress', { params: { path: { conversationId: id } }, body: req, signal }),
+      this.#api.POST('/conversations/{conversationId}/compress', { ...inConversation(id), body: req, signal }),
     );
     return r.data;
   }
@@ -380,26 +384,72 @@ export class LineageClient {
    * (held.ts; docs/held-compactions.md). A loser answers skipped/locked and never runs the engine.
    */
   compactWith(id: string, engine: CompactionEngine, opts: CompactWithOptions = {}): Promise<CompactWithResult> {
-    // The conversation form of the routes, sent untyped: held.ts names the tails. The session form has the same shapes.
-    const request = this.#api.request as unknown as (m: string, path: string, init: object) => Promise<FetchResult<never>>;
-    const call: HeldCall = async (tail, { token, body, safety = 'repeatable', beat }, method = 'POST') =>
-      (
-        await send(
-          (signal) =>
-            request(method, `/conversations/${encodeURIComponent(id)}/compactions${tail}`, {
-              headers: { 'lease-token': token },
-              body,
-              signal,
-            }),
-          { safety, policy: beat ? { ...this.#policy, maxAttempts: 1 } : this.#policy, timeoutMs: beat ?? this.#timeoutMs },
-        )
-      ).data;
+    // The conversation form of the routes: held.ts names the tails. The session form has the same shapes.
+    const call: HeldCall = (tail, { token, ...req }, method = 'POST') =>
+      this.#call(method, `${conversationPath(id)}/compactions${tail}`, { ...req, headers: { 'lease-token': token } });
     const readSnapshot = async (sessionId: string, n: number, signal: AbortSignal) => {
       const items: Item[] = [];
       for await (const page of this.pages(sessionId, {}, { signal })) if (items.push(...page) >= n) break;
       return items.slice(0, n);
     };
     return compactHeld(call, readSnapshot, this.#policy, engine, opts);
+  }
+
+  /**
+   * A turn (SPEC T1-T6) holds the conversation for `fn`: begun (ConversationBusyError when another
+   * holds it, or as `strategy` says), heartbeated while `fn` runs (L5; `turn.signal` aborts when it is
+   * lost) and ended in `finally`. `fn`'s client sends the turn's token with every write, so a
+   * superseded, ended or expired turn writes nothing (409 turn_superseded / turn_ended / turn_expired).
+   */
+  async withTurn<T>(id: string, fn: (client: LineageClient, turn: HeldTurn) => Promise<T>, req: BeginTurnRequest = {}): Promise<T> {
+    const ttlMs = req.ttlMs ?? 300_000;
+    const turn = await this.beginTurn(id, req);
+    const lost = new AbortController();
+    const stop = keepAlive({ ttlMs, heartbeatIntervalMs: Math.max(1000, Math.min(60_000, ttlMs / 2)) }, lost, (beat) =>
+      this.heartbeatTurn(id, turn, ttlMs, beat),
+    );
+    try {
+      return await fn(new LineageClient({ ...this.#opts, headers: { ...this.#opts.headers, 'turn-token': turn.turnToken } }), {
+        ...turn,
+        signal: lost.signal,
+      });
+    } finally {
+      await stop();
+      await this.endTurn(id, turn).catch(() => undefined); // else it expires at its TTL (T6)
+    }
+  }
+
+  /** POST /conversations/{id}/turns. Not repeated once it may have reached the service (a repeat would meet the first as busy). */
+  beginTurn(id: string, req: BeginTurnRequest = {}): Promise<GrantedTurn> {
+    return this.#call<{ turn: GrantedTurn }>('POST', `${conversationPath(id)}/turns`, { body: req, safety: 'once' }).then((r) => r.turn);
+  }
+
+  /** Extends the turn to now + ttlMs; 409 when it is not current any more. */
+  heartbeatTurn(id: string, turn: GrantedTurn, ttlMs?: number, beat?: number): Promise<unknown> {
+    return this.#call('POST', `${turnPath(id, turn)}/heartbeat`, { body: { ttlMs }, headers: { 'turn-token': turn.turnToken }, beat });
+  }
+
+  /** DELETE /conversations/{id}/turns/{turnId} (again: a no-op). */
+  endTurn(id: string, turn: GrantedTurn): Promise<unknown> {
+    return this.#call('DELETE', turnPath(id, turn), { headers: { 'turn-token': turn.turnToken } });
+  }
+
+  /** The current turn (never its token), or null. */
+  currentTurn(id: string): Promise<Turn | null> {
+    return this.#call<{ turn: Turn | null }>('GET', `${conversationPath(id)}/turns/current`, {}).then((r) => r.turn);
+  }
+
+  /** A route sent untyped (held attempts, turns); `beat` is a heartbeat's timeout: one attempt, no retry. */
+  async #call<D>(
+    method: string,
+    path: string,
+    { headers, body, safety = 'repeatable', beat }: { headers?: object; body?: unknown; safety?: Safety; beat?: number | undefined },
+  ): Promise<D> {
+    const request = this.#api.request as unknown as (m: string, path: string, init: object) => Promise<FetchResult<D>>;
+    const policy = beat ? { ...this.#policy, maxAttempts: 1 } : this.#policy;
+    return (
+      await send((signal) => request(method, path, { headers, body, signal }), { safety, policy, timeoutMs: beat ?? this.#timeoutMs })
+    ).data;
   }
 
   #send<D>(safety: Safety, opts: CallOptions, attempt: (signal: AbortSignal) => Promise<FetchResult<D>>) {
@@ -410,6 +460,12 @@ export class LineageClient {
 export function createLineageClient(opts: LineageClientOptions): LineageClient {
   return new LineageClient(opts);
 }
+
+// Path parameters, built once per family (the bundle stays small: issue 12's size goal).
+const inConversation = (conversationId: string) => ({ params: { path: { conversationId } } });
+const inSession = (id: string) => ({ params: { path: { id } } });
+const conversationPath = (id: string) => `/conversations/${encodeURIComponent(id)}`;
+const turnPath = (id: string, turn: GrantedTurn) => `${conversationPath(id)}/turns/${encodeURIComponent(turn.turnId)}`;
 
 type Transcript = { items: Item[]; session: Session };
 type PageQuery = PageOptions & { cursor?: string };

@@ -74,9 +74,13 @@ export class CountMismatchError extends LineageApiError {
 export class CursorStaleError extends LineageApiError {
   override name = 'CursorStaleError';
 }
-/** Any other 409 (`conflict`, `lineage_too_deep`). */
+/** Any other 409 (`conflict`, `lineage_too_deep`, `turn_superseded`, `turn_ended`, `turn_expired`, `turn_required`, `lease_lost`...). */
 export class ConflictError extends LineageApiError {
   override name = 'ConflictError';
+}
+/** 409 conversation_busy (SPEC T1, T2): another turn holds the conversation; `body.activeTurn` names it (never its token). Retry after `retryAfterMs`. */
+export class ConversationBusyError extends ConflictError {
+  override name = 'ConversationBusyError';
 }
 /** 413: body over 1 MiB, or an item over the stored-size limit. */
 export class PayloadTooLargeError extends LineageApiError {
@@ -141,6 +145,7 @@ const CONFLICTS: Partial<Record<string, ApiErrorClass>> = {
   session_ended: SessionEndedError,
   count_mismatch: CountMismatchError,
   cursor_stale: CursorStaleError,
+  conversation_busy: ConversationBusyError,
 };
 
 /** The typed error for an error response. */

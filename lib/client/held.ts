@@ -61,7 +61,7 @@ export async function compactHeld(
   const at = `/${attempt.attemptId}`; // base64url: safe in a path
   const lost = new AbortController();
   const signal = AbortSignal.any([lost.signal, caller ?? lost.signal]);
-  const stop = refresher(attempt, lost, (beat) => call(`${at}/heartbeat`, { token, beat }));
+  const stop = keepAlive(attempt, lost, (beat) => call(`${at}/heartbeat`, { token, beat }));
   let ended = false;
   try {
     let messages = begun.messages!;
@@ -103,14 +103,14 @@ export async function compactHeld(
 }
 
 /**
- * L5: one heartbeat now, then one per interval (the service's heartbeatIntervalMs, which is L5's
- * max(1 s, min(60 s, ttl / 2))), never two at once. A success resets the failure count; after
+ * L5, for a held attempt and a turn alike: one heartbeat now, then one per interval (the service's
+ * heartbeatIntervalMs, which is L5's max(1 s, min(60 s, ttl / 2))), never two at once. A success resets the failure count; after
  * cap = max(1, floor(ttl / interval)) consecutive failures, or at once on a 409 (lease_lost: the
  * lease is not the attempt's), it aborts `lost` with the last heartbeat's error. Answers its stop, which waits for a
  * heartbeat in flight.
  */
-function refresher(
-  { heartbeatIntervalMs: every, ttlMs }: CompactionAttempt,
+export function keepAlive(
+  { heartbeatIntervalMs: every, ttlMs }: { heartbeatIntervalMs: number; ttlMs: number },
   lost: AbortController,
   beat: (timeoutMs: number) => Promise<unknown>,
 ) {
@@ -123,7 +123,7 @@ function refresher(
         await beat(every);
         failures = 0;
       } catch (err) {
-        // 409 lease_lost: the lease is another's; no later heartbeat can help. The engine's signal carries the error.
+        // 409 (lease_lost, turn_superseded...): it is another's; no later heartbeat can help. The engine's signal carries the error.
         if (err instanceof ConflictError || ++failures >= cap) return lost.abort(err);
       }
       await sleep(every - (Date.now() - started), stopping.signal).catch(() => undefined);

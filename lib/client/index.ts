@@ -9,6 +9,7 @@ export type {
   AppendResult,
   PageOptions,
   ConversationAppendOptions,
+  HeldTurn,
 } from './client.js';
 export * from './errors.js';
 export { responsesCompactEngine } from './held.js';

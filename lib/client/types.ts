@@ -27,6 +27,10 @@ export type BeginCompactionResponse = Schemas['BeginCompactionResponse'];
 /** SPEC X1: an Agents SDK history transaction and its answer. */
 export type HistoryTransactionRequest = Schemas['HistoryTransactionRequest'];
 export type HistoryTransactionResponse = Schemas['HistoryTransactionResponse'];
+/** SPEC T1-T6: a turn as granted (with its secret token) and as shown to others (without). */
+export type GrantedTurn = Schemas['GrantedTurn'];
+export type Turn = Schemas['Turn'];
+export type BeginTurnRequest = Schemas['BeginTurnRequest'];
 /** K1: one stable id for a whole chain; its routes act on the live session. */
 export type Conversation = Schemas['Conversation'];
 export type ConversationsPage = Schemas['ConversationsPage'];

@@ -37,7 +37,7 @@ async function call(method: string, path: string, body?: unknown, headers: Recor
   return {
     status: res.statusCode ?? 0,
     body: JSON.parse(res.body || 'null') as Answer['body'],
-    headers: (res.headers ?? {}) as Record<string, unknown>,
+    headers: res.headers ?? {},
   };
 }
 
