@@ -155,6 +155,7 @@ export function compaction(rt: Runtime): Promise<(req: CompactRequest) => Promis
       store,
       engine: engineFromConfig(await resolveEngine(config, rt.secrets())),
       leaseTtlMs: config.leaseTtlMs,
+      attemptBudget: config.compactionAttemptBudget,
       logger: rt.logger,
       metrics: createServiceMetrics(config),
       events: compactionEventPublisherFrom(config, rt.logger),
@@ -184,7 +185,13 @@ export function httpDeps(rt: Runtime): Promise<ApiDeps> {
     ]);
     return {
       store,
-      held: new HeldAttempts({ lease, store, logger: rt.logger, leaseTtlMs: config.leaseTtlMs }),
+      held: new HeldAttempts({
+        lease,
+        store,
+        logger: rt.logger,
+        leaseTtlMs: config.leaseTtlMs,
+        attemptBudget: config.compactionAttemptBudget,
+      }),
       // P2: a warm container answers most requests without an API-key read (revocation delay: the TTL).
       apiKeys: new CachedApiKeyResolver(new ApiKeyStore({ client: dynamo, tableName: config.tableName }), {
         ttlMs: config.apiKeyCacheTtlSeconds * 1000,

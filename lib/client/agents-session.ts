@@ -294,12 +294,18 @@ export class LineageSession
     const policy = this.#opts.compaction ?? {};
     const id = await this.#ensure();
     const keepLast = opts.keepLast ?? policy.keepLast;
-    const response = await this.#client.compressConversation(id, {
+    const request = {
       mode: opts.mode ?? policy.mode ?? 'in_place',
       origin: opts.origin ?? 'manual',
       ...(keepLast !== undefined ? { keepLast } : {}),
-    });
+    };
+    let response = await this.#client.compressConversation(id, request);
     this.#opts.onEvent?.({ type: 'compacted', response });
+    // SPEC P6: a long session is compacted one bounded part per request (`partial`); go on until it is done.
+    while (response.outcome === 'compressed' && response.partial === true) {
+      response = await this.#client.compressConversation(id, request);
+      this.#opts.onEvent?.({ type: 'compacted', response });
+    }
     this.#moveTo(response.sessionId, 'compaction');
     return response;
   }

@@ -10,10 +10,20 @@ import { randomUUID } from 'node:crypto';
 import type { Item } from '../../items/types.js';
 import type { SessionRef } from '../../session-ref.js';
 import { AttemptInFlightError, StoreOutcomeUnknownError, StoreRetryableError } from '../errors.js';
-import type { AttemptRecord, BeginAttemptInput, BegunAttempt, ExpiredAttempt, StoreTask, SweepPage } from '../types.js';
+import type {
+  AttemptRecord,
+  BeginAttemptInput,
+  BegunAttempt,
+  BoundedSnapshot,
+  ExpiredAttempt,
+  SnapshotBound,
+  StoreTask,
+  SweepPage,
+} from '../types.js';
 import { isLiveTip, toSessionRecord, withDefaults, type MetaItem, type StoredAttempt, type StoredMeta } from './meta-row.js';
 import { runPartsTask } from './parts.js';
-import { isHeadSk, PART_PREFIX, remotePartPrefix, type RawRow } from './rows.js';
+import { isHeadSk, PART_PREFIX, remotePartPrefix, type RawRow, type StoredItem } from './rows.js';
+import { readBounded, type BoundedPart } from './bounded.js';
 import {
   allShards,
   ATTEMPTS_INDEX,
@@ -59,6 +69,10 @@ function ownBeginOf(meta: MetaItem, attemptId: string): BegunAttempt | undefined
 export class Attempts {
   /** Snapshot reads sent beside a begin (P1), each handed to the first snapshot() of its attempt. */
   private readonly readBeside = new WeakMap<BegunAttempt, Promise<Item[]>>();
+  /** The same for bounded attempts (P6): the part read beside the begin. */
+  private readonly boundedBeside = new WeakMap<BegunAttempt, Promise<BoundedPart>>();
+  /** The rows of each bounded attempt's part, for its partial commit (one read per attempt, P1). */
+  private readonly parts = new WeakMap<BegunAttempt, StoredItem[]>();
 
   constructor(private readonly table: Table) {}
 
@@ -75,9 +89,13 @@ export class Attempts {
     // P1: a container that knows the record sends the snapshot read beside the begin, for the
     // items that record holds. The begin's old image decides whether the read is the snapshot.
     const known = liveVersioned(this.table.records.get(pk));
-    const early = known && this.table.readItems(pk, known.generation, 1, known.lastSeq);
+    const bound = input.bound;
+    const early = known && !bound ? this.table.readItems(pk, known.generation, 1, known.lastSeq) : undefined;
+    // P6: a bounded attempt reads only its part, beside the begin as well.
+    const earlyPart = known && bound ? readBounded(this.table, pk, known.generation, known.lastSeq, bound) : undefined;
     // A read the begin proves useless (or a begin that fails) must not surface as an unhandled rejection.
     early?.catch(() => undefined);
+    earlyPart?.catch(() => undefined);
     // Two rounds at most: the second only after seeding the fence counter of a record from before it.
     for (const round of rounds({ max: 2 })) {
       const seeded = round > 0;
@@ -124,7 +142,8 @@ export class Attempts {
         // it wrong: an append is past the watermark (the commit's tail, I4), a pop of an item in
         // it marks the attempt stale (A6), another holder's begin or commit moves the fence (L6).
         // Any other version: the container's record was stale, and snapshot() reads afresh.
-        if (early && old.version === known.version) this.readBeside.set(begun, early);
+        if (early && old.version === known?.version) this.readBeside.set(begun, early);
+        if (earlyPart && old.version === known?.version) this.boundedBeside.set(begun, earlyPart);
         return begun;
       } catch (err) {
         if (err instanceof StoreRetryableError && mayHaveApplied(err.cause)) return await this.verifyBegin(ref, stored.attemptId, err);
@@ -185,6 +204,21 @@ export class Attempts {
       return early.catch(read);
     }
     return read();
+  }
+
+  /** P6: the attempt's part (all of the snapshot when it fits the bound); its rows are kept for the partial commit. */
+  async boundedSnapshot(ref: SessionRef, begun: BegunAttempt, bound: SnapshotBound): Promise<BoundedSnapshot> {
+    const read = () => readBounded(this.table, sessionPk(ref), begun.session.generation, begun.attempt.watermark, bound);
+    const early = this.boundedBeside.get(begun);
+    this.boundedBeside.delete(begun);
+    const part = early ? await early.catch(read) : await read();
+    this.parts.set(begun, part.items);
+    return part.snapshot;
+  }
+
+  /** The rows boundedSnapshot read for `begun` (absent for an attempt begun by another request: a held commit reads again). */
+  partOf(begun: BegunAttempt): StoredItem[] | undefined {
+    return this.parts.get(begun);
   }
 
   extend(ref: SessionRef, attempt: AttemptRecord, leaseExpiresAt: number): Promise<boolean> {

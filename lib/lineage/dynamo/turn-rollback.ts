@@ -33,7 +33,9 @@ export async function rollbackTurn(
     const now = table.now();
     const turn: StoredTurn = { ...stored, startedAt: now, expiresAt: now + (stored.expiresAt - stored.startedAt) };
     const appended = liveTurn(meta, now) ? (meta.turnAppended ?? 0) : 0;
-    if (appended > 0 && meta.turnGen !== meta.generation) throw new RollbackUnavailableError(conversationId);
+    // T2: a compaction summarized some of the turn: a new generation, or a partial commit (P6) past its start.
+    const summarized = meta.turnGen !== meta.generation || (meta.partialThrough ?? 0) > (meta.turnFrom ?? meta.lastSeq);
+    if (appended > 0 && summarized) throw new RollbackUnavailableError(conversationId);
     const from = (meta.turnFrom ?? meta.lastSeq) + 1;
     const items = appended > 0 ? (await table.queryRange(pk, meta.generation, from, meta.lastSeq)).items : [];
     const removal = removalOf(table, items);
