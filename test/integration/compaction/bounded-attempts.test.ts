@@ -4,7 +4,10 @@
 // repeated partial attempts converge, every item is kept verbatim or counted in one summary, C7,
 // C8, I4 and A6 hold for partial commits, and the round trips of one attempt do not grow with the
 // session.
+import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { AfterTurnConsumer } from '../../../lib/after-turn/consumer.js';
+import { afterTurnPersistence } from '../../../lib/after-turn/idempotency.js';
 import { compactSession } from '../../../lib/compaction/index.js';
 import { HeldAttempts } from '../../../lib/compaction/held-attempts.js';
 import type { CompactionDeps, CompactionOutcome, CompactRequest } from '../../../lib/compaction/types.js';
@@ -14,6 +17,7 @@ import { sessionKey, type SessionRef } from '../../../lib/session-ref.js';
 import { conserved, countingEngine, longSession, turn } from '../../support/bounded-fixtures.js';
 import { appendTo, contendersForSuite, deferred, depsOn, testEngine, type Contender } from '../../support/compaction-fixtures.js';
 import { RoundTrips } from '../../support/round-trips.js';
+import { lambdaContext } from '../after-turn/harness.js';
 
 const [c] = contendersForSuite(1) as [Contender];
 /** About 200 turns of ~120 bytes: two rows of the 100-turn appends the sessions are built from. */
@@ -217,5 +221,31 @@ describe('deadlines (P6, C9)', () => {
     expect(after?.messageCount).toBe(before?.messageCount);
     expect(after?.attempt).toBeUndefined();
     expect(await c.lease.holderOf(sessionKey(ref))).toBeNull();
+  });
+});
+
+describe('after-turn (P6, F3)', () => {
+  it('F3/P6: the after-turn consumer keeps compacting a long session one bounded attempt at a time until it is under the threshold, then rotates', async () => {
+    const ref = await longSession(c.store, 2_000);
+    const engine = countingEngine();
+    const consumer = new AfterTurnConsumer({
+      store: c.store,
+      compact: (r) => compactSession({ ...deps({ engine }) }, r),
+      thresholdTokens: 1_000,
+      mode: 'rotate',
+      persistence: afterTurnPersistence(c.ddb, process.env.TABLE_NAME!),
+      idempotencyTtlSeconds: 3600,
+    });
+    const { records } = await consumer.processBatch(
+      [{ messageId: randomUUID(), body: JSON.stringify({ ...ref, origin: 'turn' }) }],
+      lambdaContext(600_000),
+    );
+    expect(records[0]).toMatchObject({ ok: true, result: { status: 'compacted', mode: 'rotate', previousSessionId: ref.sessionId } });
+    expect(engine.calls.length).toBeGreaterThanOrEqual(5);
+    const children = await c.store.children(ref);
+    expect(children).toHaveLength(1);
+    const child = { tenantId: ref.tenantId, sessionId: children[0]!.sessionId };
+    expect((await c.store.getSession(child))!.tokenEstimate).toBeLessThanOrEqual(1_000);
+    expect(conserved(await c.store.readAll(child))).toBe(2_000);
   });
 });
