@@ -19,10 +19,10 @@ export function turn(i: number, bytes = 120): Item {
 export async function longSession(
   store: DynamoLineageStore,
   n: number,
-  opts: { perAppend?: number; bytes?: number } = {},
+  opts: { perAppend?: number; bytes?: number; tenantId?: string } = {},
 ): Promise<SessionRef> {
   const per = opts.perAppend ?? 100;
-  const r = await store.createSession({ tenantId: `t-${randomUUID()}`, source: 'test', format: 'chat' });
+  const r = await store.createSession({ tenantId: opts.tenantId ?? `t-${randomUUID()}`, source: 'test', format: 'chat' });
   if (r.replayed) throw new Error('unexpected replay');
   const ref = { tenantId: r.session.tenantId, sessionId: r.session.sessionId };
   for (let i = 0; i < n; i += per) {
