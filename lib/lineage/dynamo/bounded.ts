@@ -24,6 +24,12 @@ import { itemOf, TRANSACTION_ENTRIES, type Table, type TransactItem } from './ta
 /** Transaction entries the part's rows may take (heads, inline parts, chunk tasks); the rest is for the record, the summary and a held outcome. */
 export const PART_ENTRIES = 80;
 
+/**
+ * Rows per Query page of a bounded read: a page holds at most 1 MB anyway (two or three full rows),
+ * and DynamoDB Local reads every row a page may hold before it cuts the page at 1 MB.
+ */
+const PAGE_ROWS = 16;
+
 /** What a bounded read found: the part's items with their rows (a partial commit deletes those rows). */
 export interface BoundedPart {
   items: StoredItem[];
@@ -36,7 +42,9 @@ export interface BoundedPart {
  * about maxBytes plus one Query page, whatever the session's length.
  */
 export async function readBounded(table: Table, pk: string, generation: number, to: number, bound: SnapshotBound): Promise<BoundedPart> {
-  const first = await table.queryRange(pk, generation, 1, to, { maxBytes: bound.maxBytes });
+  // Each page asks for no more rows than a part may hold: a Query without a Limit makes DynamoDB
+  // Local assemble the whole range first (seconds on a 200 MB session), and the part stops there anyway.
+  const first = await table.queryRange(pk, generation, 1, to, { maxBytes: bound.maxBytes, pageRows: PAGE_ROWS });
   let items = first.items;
   // A first row larger than the budget is still one row: read it whole (one item is at most 4 MB, A7).
   const head = items[0];

@@ -209,7 +209,14 @@ export class Table {
     generation: number,
     from: number,
     to: number,
-    opts: { limit?: number; maxBytes?: number; newestFirst?: boolean; rowLimit?: (items: number) => number } = {},
+    opts: {
+      limit?: number;
+      maxBytes?: number;
+      newestFirst?: boolean;
+      rowLimit?: (items: number) => number;
+      /** Rows asked for per Query page when `limit` does not say (P6: a bounded read never asks for more than it can use). */
+      pageRows?: number;
+    } = {},
   ): Promise<{ items: StoredItem[]; more: boolean }> {
     if (to < from) return { items: [], more: false };
     const items: StoredItem[] = [];
@@ -246,7 +253,7 @@ export class Table {
     do {
       // Rows to ask for: packed rows hold many items, so the item count alone would over-read.
       const left = opts.limit === undefined ? undefined : Math.max(1, opts.limit - items.length);
-      const want = left === undefined ? undefined : (opts.rowLimit?.(left) ?? left);
+      const want = left === undefined ? opts.pageRows : (opts.rowLimit?.(left) ?? left);
       const out = await this.send('read items', () =>
         this.doc.send(
           new QueryCommand({
