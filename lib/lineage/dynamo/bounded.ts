@@ -37,21 +37,15 @@ export interface BoundedPart {
 }
 
 /**
- * Items 1..`to` of `generation` up to the budget, cut at a row boundary (min one row) where
+ * Items 1..`to` of `generation` up to the budget, cut at a row boundary (the first row whole, however large) where
  * `bound.cutOk` accepts the cut (a tool call is never parted from its result, A2). Reads at most
  * about maxBytes plus one Query page, whatever the session's length.
  */
 export async function readBounded(table: Table, pk: string, generation: number, to: number, bound: SnapshotBound): Promise<BoundedPart> {
   // Each page asks for no more rows than a part may hold: a Query without a Limit makes DynamoDB
   // Local assemble the whole range first (seconds on a 200 MB session), and the part stops there anyway.
-  const first = await table.queryRange(pk, generation, 1, to, { maxBytes: bound.maxBytes, pageRows: PAGE_ROWS });
-  let items = first.items;
-  // A first row larger than the budget is still one row: read it whole (one item is at most 4 MB, A7).
-  const head = items[0];
-  if (head && items.filter((it) => it.row.sk === head.row.sk).length < head.row.count) {
-    const lastOfRow = head.seq + head.row.count - 1;
-    items = (await table.queryRange(pk, generation, head.seq, Math.min(to, lastOfRow))).items;
-  }
+  const first = await table.queryRange(pk, generation, 1, to, { maxBytes: bound.maxBytes, pageRows: PAGE_ROWS, wholeFirstRow: true });
+  const items = first.items;
   // Whole rows within the bytes, tokens and entries bounds.
   const rows: StoredItem[][] = [];
   let tokens = 0;
@@ -87,7 +81,7 @@ export async function readBounded(table: Table, pk: string, generation: number, 
       items: parsed.flat(),
       through,
       firstSeq: part[0]?.seq ?? 1,
-      partial: !whole || through < to,
+      partial: !whole,
       tokens: part.reduce((n, it) => n + it.tokens, 0),
     },
   };

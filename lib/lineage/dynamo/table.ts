@@ -216,6 +216,8 @@ export class Table {
       rowLimit?: (items: number) => number;
       /** Rows asked for per Query page when `limit` does not say (P6: a bounded read never asks for more than it can use). */
       pageRows?: number;
+      /** maxBytes never cuts the first row (P6). */
+      wholeFirstRow?: boolean;
     } = {},
   ): Promise<{ items: StoredItem[]; more: boolean }> {
     if (to < from) return { items: [], more: false };
@@ -243,7 +245,8 @@ export class Table {
         // A5: pages are bounded in UTF-8 bytes, as the response carries them (not UTF-16 units).
         bytes += Buffer.byteLength(it.body, 'utf8');
         // A page always carries at least one item, however large, so paging makes progress.
-        if (bytes > maxBytes && items.length > 0) return 'cut';
+        // P6: a bounded read takes its first row whole, however large (a part is whole rows).
+        if (bytes > maxBytes && items.length > 0 && !(opts.wholeFirstRow && items[0]!.row.sk === it.row.sk)) return 'cut';
         items.push(it);
         emitted = it.seq;
         if (opts.limit !== undefined && items.length >= opts.limit) return i < rowItems.length - 1 ? 'cut' : 'full';

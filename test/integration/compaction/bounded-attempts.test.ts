@@ -182,7 +182,8 @@ describe('bounded attempts: round trips (P6)', () => {
 
   it('P6: one attempt makes the same sequential calls at 1,000 and 50,000 items (begin ∥ bounded read, the partial commit)', async () => {
     const small = await longSession(c.store, 1_000);
-    const large = await longSession(c.store, 50_000, { perAppend: 100, bytes: 100 });
+    // 1,000-turn rows here (one append each): the part is one row, the session 50 of them; the calls do not depend on either.
+    const large = await longSession(c.store, 50_000, { perAppend: 1_000, bytes: 100 });
     const steps: string[][] = [];
     for (const ref of [small, large]) {
       const { result, phases } = await trips.during(() => compactSession(deps(), req(ref, 'in_place')));
