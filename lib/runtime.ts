@@ -15,7 +15,7 @@ import { CachedApiKeyResolver } from './api/api-key-cache.js';
 import { ApiKeyStore } from './api/api-keys.js';
 import type { ApiDeps } from './api/http-app.js';
 import { createDynamoClient, createRedisClients, createSqsClient, createSsmClient, ssmSecretReader, waitForRedis } from './aws-clients.js';
-import { compact } from './compaction/compact.js';
+import { compact, type CompactionFollowUps } from './compaction/compact.js';
 import { HeldAttempts } from './compaction/held-attempts.js';
 import { compactionEventPublisherFrom } from './events/from-env.js';
 import { createServiceMetrics } from './telemetry/compaction-metrics.js';
@@ -146,10 +146,18 @@ export class Runtime implements HandlerTelemetry {
   }
 }
 
+/** What follows every compaction, whichever engine ran it (E6): the EMF metrics and the SessionCompacted events. */
+export function compactionFollowUps(rt: Runtime): Promise<Required<CompactionFollowUps>> {
+  return rt.once('followUps', async () => {
+    const config = await rt.config();
+    return { metrics: createServiceMetrics(config), events: compactionEventPublisherFrom(config, rt.logger) };
+  });
+}
+
 /** One compaction attempt with the runtime's lease, store, engine, metrics and events (compaction/compact.ts); http and afterTurn. */
 export function compaction(rt: Runtime): Promise<(req: CompactRequest) => Promise<CompactionOutcome>> {
   return rt.once('compaction', async () => {
-    const { config, lease, store } = await rt.core();
+    const [{ config, lease, store }, followUps] = await Promise.all([rt.core(), compactionFollowUps(rt)]);
     const deps = {
       lease,
       store,
@@ -157,8 +165,7 @@ export function compaction(rt: Runtime): Promise<(req: CompactRequest) => Promis
       leaseTtlMs: config.leaseTtlMs,
       attemptBudget: config.compactionAttemptBudget,
       logger: rt.logger,
-      metrics: createServiceMetrics(config),
-      events: compactionEventPublisherFrom(config, rt.logger),
+      ...followUps,
     };
     return (req: CompactRequest) => compact(deps, req);
   });
@@ -178,10 +185,11 @@ export function afterTurnPublisher(rt: Runtime): Promise<AfterTurnPublisher> {
 /** Everything the HTTP API needs (functions/http.ts). */
 export function httpDeps(rt: Runtime): Promise<ApiDeps> {
   return rt.once('http', async () => {
-    const [{ config, dynamo, store, redis, lease }, compact, publisher] = await Promise.all([
+    const [{ config, dynamo, store, redis, lease }, compact, publisher, followUps] = await Promise.all([
       rt.core(),
       compaction(rt),
       afterTurnPublisher(rt),
+      compactionFollowUps(rt),
     ]);
     return {
       store,
@@ -191,6 +199,7 @@ export function httpDeps(rt: Runtime): Promise<ApiDeps> {
         logger: rt.logger,
         leaseTtlMs: config.leaseTtlMs,
         attemptBudget: config.compactionAttemptBudget,
+        ...followUps,
       }),
       // P2: a warm container answers most requests without an API-key read (revocation delay: the TTL).
       apiKeys: new CachedApiKeyResolver(new ApiKeyStore({ client: dynamo, tableName: config.tableName }), {
@@ -213,10 +222,11 @@ export interface AfterTurnHandlerDeps {
 /** The SQS after-turn consumer (functions/after-turn.ts). Idempotency records share the store's client. */
 export function afterTurnDeps(rt: Runtime): Promise<AfterTurnHandlerDeps> {
   return rt.once('afterTurn', async () => {
-    const [{ config, dynamo, store }, compact] = await Promise.all([rt.core(), compaction(rt)]);
+    const [{ config, dynamo, store }, compact, { metrics }] = await Promise.all([rt.core(), compaction(rt), compactionFollowUps(rt)]);
     const consumer = new AfterTurnConsumer({
       store,
       compact,
+      metrics,
       thresholdTokens: config.compactionTokenThreshold,
       mode: config.afterTurnCompactionMode,
       persistence: afterTurnPersistence(dynamo, config.tableName),

@@ -37,6 +37,8 @@ export interface CommandSyntax<O extends OptionSpecs> {
   usage: string;
   /** Names of the positional arguments, all required. */
   positionals?: readonly string[];
+  /** Names of positional arguments after those that may be left off. */
+  optionalPositionals?: readonly string[];
   options?: O;
   required?: readonly (keyof O & string)[];
 }
@@ -51,8 +53,8 @@ export function parseCommand<O extends OptionSpecs = Record<never, OptionSpec>>(
   if (parsed.values.help) throw new HelpRequested(syntax.usage);
   const expected = syntax.positionals ?? [];
   if (parsed.positionals.length < expected.length) throw new UsageError(`missing <${expected[parsed.positionals.length]}>`, syntax.usage);
-  if (parsed.positionals.length > expected.length)
-    throw new UsageError(`unexpected argument: ${parsed.positionals[expected.length]}`, syntax.usage);
+  const most = expected.length + (syntax.optionalPositionals?.length ?? 0);
+  if (parsed.positionals.length > most) throw new UsageError(`unexpected argument: ${parsed.positionals[most]}`, syntax.usage);
   for (const name of syntax.required ?? []) {
     if (!parsed.values[name]) throw new UsageError(`--${name} is required`, syntax.usage);
   }

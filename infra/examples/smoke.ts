@@ -1,4 +1,5 @@
-// `npm run example:smoke` (CI): the example agent against a service of its own. Starts a
+// `npm run example:smoke` (CI): the example agent, then the own-compactor example (own-compactor.ts),
+// against a service of its own. Starts a
 // local stack (3 Redis nodes, DynamoDB Local) and the built functions under serverless-offline
 // on free ports, as test/support/local-service.ts does, runs the example conversation, checks
 // what it left behind, and stops everything it started, whatever happened.
@@ -10,6 +11,7 @@ import { startOffline, type OfflineProcess } from '../local/offline.js';
 import { freePort } from '../local/processes.js';
 import { startLocalStack, stackEnv, type LocalStack } from '../local/stack.js';
 import { runExampleConversation, TURNS, type ExampleResult } from './conversation.js';
+import { checkOwnCompactor, runOwnCompactor } from './own-compactor.js';
 
 function check(result: ExampleResult): string[] {
   const problems: string[] = [];
@@ -51,14 +53,17 @@ try {
   const { key } = await new ApiKeyStore({ client: ddb, tableName: stack.tableName }).create('example-smoke');
   ddb.destroy();
 
-  const result = await runExampleConversation(new LineageClient({ baseUrl: offline.baseUrl, apiKey: key }));
-  const problems = check(result);
+  const client = new LineageClient({ baseUrl: offline.baseUrl, apiKey: key });
+  const result = await runExampleConversation(client);
+  console.log('\nown compactor (held compaction attempts):');
+  const own = await runOwnCompactor(client);
+  const problems = [...check(result), ...checkOwnCompactor(own).map((p) => `own compactor: ${p}`)];
   if (problems.length > 0) {
     console.error(`\nexample smoke test FAILED:\n  ${problems.join('\n  ')}`);
     code = 1;
   } else {
     console.log(
-      `\nexample smoke test passed: ${TURNS} turns, ${result.chain.length} sessions in the chain, ${result.transcript.length} live items`,
+      `\nexample smoke test passed: ${TURNS} turns, ${result.chain.length} sessions in the chain, ${result.transcript.length} live items; own compactor: one engine call, one child`,
     );
   }
 } catch (err) {

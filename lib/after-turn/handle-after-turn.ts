@@ -1,10 +1,12 @@
 // Domain logic of one after-turn event (SPEC F3, C13): is compaction due (one read of the
 // session record: its running token estimate, kept by every append, against the threshold),
 // and if so, compact; map the attempt's outcome to "done" (a result) or "try again" (a throw).
+import type { Metrics } from '@aws-lambda-powertools/metrics';
 import { DEFAULT_COMMIT_SAFETY_MARGIN_MS } from '../compaction/compact-session.js';
-import type { CompactionMode, CompactionOutcome, CompactRequest } from '../compaction/types.js';
+import type { CompactionMode, CompactionOutcome, CompactRequest, DisabledReason } from '../compaction/types.js';
 import { SessionNotFoundError } from '../lineage/errors.js';
 import type { LineageStore, SessionRecord } from '../lineage/types.js';
+import { recordCompaction } from '../telemetry/compaction-metrics.js';
 import { AfterTurnRetryableError } from './errors.js';
 import type { AfterTurnEvent } from './publisher.js';
 
@@ -14,6 +16,8 @@ export interface AfterTurnDeps {
   /** Compaction is due once the session's token estimate passes this (an estimate: lib/items/tokens.ts). */
   thresholdTokens: number;
   mode: CompactionMode;
+  /** EMF metrics: an event refused by the session's policy (E6) is counted like the attempt it did not start. */
+  metrics?: Metrics;
 }
 
 export interface AfterTurnInput {
@@ -25,7 +29,7 @@ export interface AfterTurnInput {
 
 /** Small and JSON-safe: it is stored as the idempotency record's response. */
 export type AfterTurnResult =
-  | { status: 'disabled'; reason: 'review_origin' }
+  | { status: 'disabled'; reason: DisabledReason }
   | { status: 'below_threshold'; tokens: number; threshold: number }
   | { status: 'session_ended'; liveSessionId: string | null }
   | { status: 'compacted'; mode: CompactionMode; sessionId: string; previousSessionId: string; tokens: number }
@@ -35,7 +39,7 @@ export type AfterTurnResult =
 
 export type DueCheck = { due: false; result: AfterTurnResult } | { due: true; session: SessionRecord };
 
-/** C13 first (by rule, nothing read), then one GetItem: is this session over the threshold? */
+/** C13 first (by rule, nothing read), then one GetItem: does the policy let the service compact it (E6), is it over the threshold? */
 export async function checkDue(deps: AfterTurnDeps, event: AfterTurnEvent): Promise<DueCheck> {
   if (event.origin === 'review') return { due: false, result: { status: 'disabled', reason: 'review_origin' } };
   const ref = { tenantId: event.tenantId, sessionId: event.sessionId };
@@ -46,6 +50,12 @@ export async function checkDue(deps: AfterTurnDeps, event: AfterTurnEvent): Prom
   if (session.endedAt) return { due: false, result: { status: 'session_ended', liveSessionId: await deps.store.liveTip(ref) } };
   if (session.tokenEstimate <= deps.thresholdTokens) {
     return { due: false, result: { status: 'below_threshold', tokens: session.tokenEstimate, threshold: deps.thresholdTokens } };
+  }
+  // E6: the conversation compacts with the agent's own engine; the same read says so, no lease is
+  // taken. (A policy set after this read is still refused, by the begin's own condition.)
+  if (session.compactionPolicy === 'agent') {
+    if (deps.metrics) recordCompaction(deps.metrics, { outcome: 'disabled', reason: 'agent_engine' });
+    return { due: false, result: { status: 'disabled', reason: 'agent_engine' } };
   }
   return { due: true, session };
 }

@@ -69,10 +69,14 @@ function commitResult(answer: Record<string, unknown>): RouteResult {
   return { status: 200, body: { ...rest, messages: cut.items, truncated: cut.truncated } };
 }
 
-/** The attempt's own session: it names it, so a rotation since the begin does not move it. */
-function attemptRef(ctx: RouteContext): SessionRef {
+/**
+ * Conversation routes act on the attempt's own session: the id names it, so a rotation since the
+ * begin does not move it. The id names its conversation too, so another conversation's attempt is
+ * 404 before anything is read or changed (E8), with no DynamoDB call.
+ */
+function conversationAttemptRef(ctx: RouteContext): SessionRef {
   const key = decodeAttemptId(ctx.params.attemptId!);
-  if (!key) throw notFoundAttempt();
+  if (!key || key.conversationId !== ctx.params.conversationId) throw notFoundAttempt();
   return { tenantId: ctx.tenantId, sessionId: key.sessionId };
 }
 
@@ -102,7 +106,8 @@ function attemptRoutes(base: string, refOf: (ctx: RouteContext) => SessionRef): 
       async handle(ctx) {
         const token = tokenOf(ctx);
         const replacement = replacementOf(ctx, ctx.params.attemptId!);
-        return commitResult(await heldOf(ctx).commit(refOf(ctx), ctx.params.attemptId!, token, replacement));
+        const answer = await heldOf(ctx).commit(refOf(ctx), ctx.params.attemptId!, token, replacement, { correlationId: ctx.requestId });
+        return commitResult(answer);
       },
     },
     {
@@ -118,9 +123,9 @@ function attemptRoutes(base: string, refOf: (ctx: RouteContext) => SessionRef): 
 
 /** Session routes take the attempt's session from the path, and refuse an attempt of another session. */
 function sessionAttemptRef(ctx: RouteContext): SessionRef {
-  const ref = attemptRef(ctx);
-  if (ref.sessionId !== ctx.params.id) throw notFoundAttempt();
-  return ref;
+  const key = decodeAttemptId(ctx.params.attemptId!);
+  if (!key || key.sessionId !== ctx.params.id) throw notFoundAttempt();
+  return { tenantId: ctx.tenantId, sessionId: key.sessionId };
 }
 
 export const compactionRoutes: readonly Route[] = [
@@ -144,5 +149,5 @@ export const compactionRoutes: readonly Route[] = [
       return beginResult(a);
     },
   },
-  ...attemptRoutes('/conversations/{conversationId}/compactions', attemptRef),
+  ...attemptRoutes('/conversations/{conversationId}/compactions', conversationAttemptRef),
 ];

@@ -11,7 +11,7 @@ import {
   CursorStaleError,
   StoreRetryableError,
 } from '../lineage/errors.js';
-import type { ConversationRecord, SessionRecord, TurnPolicy } from '../lineage/types.js';
+import type { CompactionPolicy, ConversationRecord, SessionRecord, TurnPolicy } from '../lineage/types.js';
 import type { SessionRef } from '../session-ref.js';
 import { HttpError, invalidField } from './errors.js';
 import { LiveTips, type KnownTip } from './live-tips.js';
@@ -27,7 +27,7 @@ import {
   type RouteDeps,
 } from './routes.js';
 import { assertMetadata, listConversationsQuery, parseWith, patchConversationBody, putConversationBody } from './schemas.js';
-import { conversationView } from './views.js';
+import { conversationView, policiesOf } from './views.js';
 
 /** Tip moves one request follows before it answers 503 (each is a rotation landing during the request). */
 const MAX_HOPS = 6;
@@ -146,7 +146,7 @@ async function describe(ctx: RouteContext, conv: ConversationRecord, live?: Sess
   if (!session) throw conversationNotFound(conv.conversationId);
   if (isEnded(session)) session = null;
   tipsOf(ctx.deps).set(ctx.tenantId, conv.conversationId, tipOf(conv));
-  return conversationView(conv, session?.messageCount ?? 0, session ? (session.turnPolicy ?? 'optional') : undefined);
+  return conversationView(conv, session?.messageCount ?? 0, session ? policiesOf(session) : undefined);
 }
 
 function tipRefOf(ctx: RouteContext, conv: ConversationRecord): SessionRef {
@@ -168,10 +168,21 @@ async function readWithLive(ctx: RouteContext): Promise<{ conv: ConversationReco
   return { conv, ...(live !== undefined ? { live } : {}) };
 }
 
-/** T5: the policy lives on the live session's record (its writes check it in their own transaction). */
-async function setTurnPolicy(ctx: RouteContext, policy: TurnPolicy): Promise<void> {
+/**
+ * T5 and E6: the policies live on the live session's record, so the writes (T5) and the begins of
+ * a service compaction (E6) check them in their own condition, with no read of their own.
+ */
+async function setPolicies(
+  ctx: RouteContext,
+  p: { turns?: TurnPolicy | undefined; compaction?: CompactionPolicy | undefined },
+): Promise<void> {
+  if (p.turns === undefined && p.compaction === undefined) return;
+  const { turns, compaction } = p;
   await onLive(ctx, async (ref) => {
-    await ctx.deps.store.setTurnPolicy(ref, policy);
+    await Promise.all([
+      turns !== undefined ? ctx.deps.store.setTurnPolicy(ref, turns) : undefined,
+      compaction !== undefined ? ctx.deps.store.setCompactionPolicy(ref, compaction) : undefined,
+    ]);
     return { result: { status: 204 } };
   });
 }
@@ -205,8 +216,11 @@ export const conversationRoutes: readonly Route[] = [
           body.format !== undefined,
         );
         if (r.created) tipsOf(ctx.deps).set(ctx.tenantId, convIdOf(ctx), tipOf(r.conversation));
-        if (body.turns !== undefined) await setTurnPolicy(ctx, body.turns);
-        if (r.created) return { status: 201, body: { conversation: conversationView(r.conversation, 0, body.turns ?? 'optional') } };
+        await setPolicies(ctx, body);
+        if (r.created) {
+          const policies = { turns: body.turns ?? 'optional', compaction: body.compaction ?? 'service' } as const;
+          return { status: 201, body: { conversation: conversationView(r.conversation, 0, policies) } };
+        }
         try {
           return { status: 200, body: { conversation: await describe(ctx, r.conversation) } };
         } catch (err) {
@@ -229,10 +243,11 @@ export const conversationRoutes: readonly Route[] = [
     path: '/conversations/{conversationId}',
     async handle(ctx) {
       const body = parseWith(patchConversationBody, ctx.body, 'body');
-      if (body.metadata === undefined && body.turns === undefined) throw invalidField('body', 'give metadata, turns or both');
+      if (body.metadata === undefined && body.turns === undefined && body.compaction === undefined)
+        throw invalidField('body', 'give metadata, turns, compaction or several');
       if (body.metadata !== undefined) assertMetadata(body.metadata);
       const id = convIdOf(ctx);
-      if (body.turns !== undefined) await setTurnPolicy(ctx, body.turns);
+      await setPolicies(ctx, body);
       if (body.metadata === undefined) {
         const { conv, live } = await readWithLive(ctx);
         return { status: 200, body: { conversation: await describe(ctx, conv, live) } };

@@ -260,9 +260,21 @@ export async function compressOn(ctx: RouteContext, ref: SessionRef): Promise<{ 
     correlationId: ctx.requestId,
     ...optional('keepLast', body.keepLast),
     ...optional('remainingTimeMs', ctx.remainingTimeMs),
+    ...(body.force ? { force: true } : {}),
   });
   if (outcome.outcome === 'skipped' && outcome.reason === 'lease_unavailable') throw leaseUnavailable();
+  if (outcome.outcome === 'disabled' && outcome.reason === 'agent_engine') throw agentEngine(outcome.sessionId);
   return { result: { status: 200, body: outcomeView(outcome) }, outcome };
+}
+
+/** E6: the conversation compacts with the agent's own engine; a server compress must say it means it. */
+function agentEngine(sessionId: string): HttpError {
+  return new HttpError(
+    409,
+    'agent_engine',
+    `session ${sessionId} is compacted by the agent's own engine (the conversation's compaction policy is agent): ` +
+      'use a held attempt (POST .../compactions), or send force: true to compact with the service engine',
+  );
 }
 
 export async function publishTurn(ctx: RouteContext, session: SessionRecord): Promise<void> {

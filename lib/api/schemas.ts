@@ -41,17 +41,22 @@ const metadataField = z.custom<Record<string, unknown>>(
   'must be a JSON object',
 );
 
+/** E6: whose engine compacts the conversation. */
+const compactionPolicyField = z.enum(['service', 'agent']);
+
 /** PUT /conversations/{id}: everything optional; `format` given explicitly must match an existing conversation's. */
 export const putConversationBody = z.strictObject({
   format: z.optional(z.enum(ITEM_FORMATS as ['chat', 'responses'])),
   source: z.optional(z.string().check(z.minLength(1), z.maxLength(200))),
   metadata: z.optional(metadataField),
   turns: z.optional(z.enum(['optional', 'required'])),
+  compaction: z.optional(compactionPolicyField),
 });
 
 export const patchConversationBody = z.strictObject({
   metadata: z.optional(metadataField),
   turns: z.optional(z.enum(['optional', 'required'])),
+  compaction: z.optional(compactionPolicyField),
 });
 
 export const appendBody = z.strictObject({
@@ -64,6 +69,8 @@ export const compressBody = z.strictObject({
   mode: z._default(z.enum(['in_place', 'rotate']), 'in_place'),
   origin: z._default(z.enum(['turn', 'review', 'manual']), 'manual'),
   keepLast: z.optional(z.number().check(z.int(), z.minimum(0), z.maximum(1000))),
+  /** E6: compact with the service's engine even under the conversation's `agent` policy. */
+  force: z.optional(z.boolean()),
 });
 
 /** E1: a held attempt's begin. */

@@ -15,6 +15,7 @@ import { onLive } from './conversation-routes.js';
 import { HttpError } from './errors.js';
 import { optional, publishTurn, replayed, type Acted, type Route, type RouteContext } from './routes.js';
 import { parseWith } from './schemas.js';
+import { turnTokenOf } from './turn-routes.js';
 import { sessionView } from './views.js';
 
 /** Operation ids: what the SDK's runner makes (UUID-like), printable ASCII, not blank. */
@@ -53,6 +54,7 @@ function answer(session: SessionRecord, removed: number, appended: number): Stor
 export async function applyTransaction(ctx: RouteContext, ref: SessionRef, scope?: ConversationScope): Promise<Acted> {
   const body = parseWith(transactionBody, ctx.body, 'body');
   const t = body.transaction;
+  const turn = turnTokenOf(ctx);
   const idempotency: IdempotencyInput = {
     key: operationKey(body.operationId),
     requestHash: requestDigest(t),
@@ -63,6 +65,7 @@ export async function applyTransaction(ctx: RouteContext, ref: SessionRef, scope
       prepare: (session) => withEstimates(checked(session.format, t.items, 'items'), session),
       idempotency,
       respond: (s, n) => answer(s, 0, n),
+      ...optional('turn', turn),
     });
     if (r.replayed) return { result: replayed(r.response) };
     await publishTurn(ctx, r.session);
@@ -78,6 +81,7 @@ export async function applyTransaction(ctx: RouteContext, ref: SessionRef, scope
           },
     idempotency,
     respond: answer,
+    ...optional('turn', turn),
   });
   if (r.replayed) return { result: replayed(r.response) };
   if (r.appended > 0) await publishTurn(ctx, r.session);

@@ -3,7 +3,7 @@
 import type { CompactionOutcome } from '../compaction/types.js';
 import type { ItemFormat } from '../items/types.js';
 import { MAX_PAGE_BYTES } from '../lineage/limits.js';
-import type { ConversationRecord, SessionRecord } from '../lineage/types.js';
+import type { CompactionPolicy, ConversationRecord, SessionRecord } from '../lineage/types.js';
 
 export interface SessionView {
   sessionId: string;
@@ -70,9 +70,21 @@ export interface ConversationView {
   metadata: Record<string, unknown>;
   /** T5: whether writes need a turn (shown where the live session was read). */
   turns?: 'optional' | 'required';
+  /** E6: whose engine compacts it (shown where the live session was read). */
+  compaction?: CompactionPolicy;
 }
 
-export function conversationView(c: ConversationRecord, messageCount: number, turns?: 'optional' | 'required'): ConversationView {
+/** The policies a conversation's live session keeps (T5, E6), as its view shows them. */
+export interface ConversationPolicies {
+  turns: 'optional' | 'required';
+  compaction: CompactionPolicy;
+}
+
+export function policiesOf(s: SessionRecord): ConversationPolicies {
+  return { turns: s.turnPolicy ?? 'optional', compaction: s.compactionPolicy ?? 'service' };
+}
+
+export function conversationView(c: ConversationRecord, messageCount: number, policies?: ConversationPolicies): ConversationView {
   const view: ConversationView = {
     conversationId: c.conversationId,
     format: c.format,
@@ -86,7 +98,10 @@ export function conversationView(c: ConversationRecord, messageCount: number, tu
     source: c.source ?? null,
     metadata: c.metadata ?? {},
   };
-  if (turns !== undefined) view.turns = turns;
+  if (policies !== undefined) {
+    view.turns = policies.turns;
+    view.compaction = policies.compaction;
+  }
   return view;
 }
 

@@ -21,7 +21,8 @@ import { chunks, MAX_TAIL } from './chunks.js';
 import { BadRequestError, ConflictError, IdempotencyKeyReusedError, LineageError, NotFoundError } from './errors.js';
 import { HistoryTransactionError, snapshotTransactionArgs, type HistoryTransaction } from './history-snapshot.js';
 import { assertJsonValue } from './json-values.js';
-import type { CompressMode, CompressOrigin, CompressResponse, Item, Session } from './types.js';
+import type { CompactionEngine, CompactWithResult } from './held.js';
+import type { CompressMode, CompressOrigin, Item, Session } from './types.js';
 
 /** K1's conversation id rule, checked before any request (the service answers 400 otherwise). */
 /** K1's rule, less `.` and `..`, which a URL resolves away (`/conversations/..` is `/`): no request could name them. */
@@ -34,7 +35,7 @@ export type LineageSessionEvent =
   | { type: 'appended'; sessionId: string; count: number; messageCount: number; replayed: boolean; idempotencyKey: string }
   /** The live session changed: our compact() rotated it (or adopted another's rotation), or an answer showed a rotation made elsewhere. */
   | { type: 'followed'; from: string; to: string; via: 'compaction' | 'rotation' }
-  | { type: 'compacted'; response: CompressResponse }
+  | { type: 'compacted'; response: CompactWithResult }
   /** runCompaction (the SDK's best-effort post-turn hook) failed; the run goes on. Without onEvent this is a console.warn. */
   | { type: 'compaction_failed'; conversationId: string | undefined; sessionId: string | undefined; error: unknown }
   /** The conversation was deleted (every session of its chain); the next use creates it again under the same id. */
@@ -50,6 +51,12 @@ export interface LineageCompactionPolicy {
    * service's own after-turn consumer compacts by size anyway, SPEC F3).
    */
   afterTurnAboveItems?: number;
+  /**
+   * Your own compactor (e.g. responsesCompactEngine): runCompaction and compact() then hold the
+   * service's lease and fence and commit its replacement (client.compactWith, SPEC E1-E4);
+   * keepLast does not apply. Unset: the service's own engine compacts.
+   */
+  engine?: CompactionEngine;
 }
 
 export interface LineageSessionOptions {
@@ -286,24 +293,25 @@ export class LineageSession
    * another process made first, answered `skipped`/`adopted`) moves liveSessionId to the child;
    * the conversation id stays. `skipped`/`locked` means another compaction is running; nothing is retried.
    */
-  compact(opts: CompactOptions = {}): Promise<CompressResponse> {
+  compact(opts: CompactOptions = {}): Promise<CompactWithResult> {
     return this.#serial(() => this.#compact(opts));
   }
 
-  async #compact(opts: CompactOptions): Promise<CompressResponse> {
-    const policy = this.#opts.compaction ?? {};
+  async #compact(opts: CompactOptions): Promise<CompactWithResult> {
+    const { engine, ...policy } = this.#opts.compaction ?? {};
     const id = await this.#ensure();
     const keepLast = opts.keepLast ?? policy.keepLast;
-    const request = {
-      mode: opts.mode ?? policy.mode ?? 'in_place',
-      origin: opts.origin ?? 'manual',
-      ...(keepLast !== undefined ? { keepLast } : {}),
-    };
-    let response = await this.#client.compressConversation(id, request);
+    const req = { mode: opts.mode ?? policy.mode ?? 'in_place', origin: opts.origin ?? 'manual' } as const;
+    // The engine sees the items as stored (JSON: binary as {$bytes}), so what it keeps goes back as it was.
+    const once = () =>
+      engine
+        ? this.#client.compactWith(id, engine, req)
+        : this.#client.compressConversation(id, { ...req, ...(keepLast !== undefined ? { keepLast } : {}) });
+    let response = await once();
     this.#opts.onEvent?.({ type: 'compacted', response });
     // SPEC P6: a long session is compacted one bounded part per request (`partial`); go on until it is done.
     while (response.outcome === 'compressed' && response.partial === true) {
-      response = await this.#client.compressConversation(id, request);
+      response = await once();
       this.#opts.onEvent?.({ type: 'compacted', response });
     }
     this.#moveTo(response.sessionId, 'compaction');

@@ -3,6 +3,7 @@
 // retries and typed errors. Needs nothing but `fetch` (Node 20+, Lambda).
 import createClient, { type Client } from 'openapi-fetch';
 import { CursorStaleError, LineageError, NotFoundError, SessionEndedError } from './errors.js';
+import { compactHeld, type CompactionEngine, type CompactWithOptions, type CompactWithResult, type HeldCall } from './held.js';
 import { assertJsonValue } from './json-values.js';
 import type { paths } from './openapi-types.js';
 import { resolvePolicy, type RetryPolicy, type Safety } from './retry.js';
@@ -126,13 +127,8 @@ export class LineageClient {
    * DELETE /sessions/{id}. A 404 after an attempt that got no answer counts as done: that
    * attempt is what deleted it.
    */
-  async deleteSession(id: string, opts: CallOptions = {}): Promise<void> {
-    try {
-      await this.#send('repeatable', opts, (signal) => this.#api.DELETE('/sessions/{id}', { params: { path: { id } }, signal }));
-    } catch (err) {
-      if (err instanceof NotFoundError && err.earlierAttemptMayHaveApplied) return;
-      throw err;
-    }
+  deleteSession(id: string, opts: CallOptions = {}): Promise<void> {
+    return deleted(this.#send('repeatable', opts, (signal) => this.#api.DELETE('/sessions/{id}', { params: { path: { id } }, signal })));
   }
 
   /**
@@ -144,8 +140,7 @@ export class LineageClient {
   async append(id: string, items: readonly Item[], opts: AppendOptions = {}): Promise<AppendResult> {
     const key = opts.idempotencyKey ?? newIdempotencyKey();
     assertJsonValue(items, 'messages');
-    const request = { messages: [...items], ...(opts.expectedCount !== undefined ? { expectedCount: opts.expectedCount } : {}) };
-    const body = JSON.stringify(request);
+    const [request, body] = appendRequest(items, opts.expectedCount);
     const to = (target: string) =>
       this.#send('repeatable', opts, (signal) =>
         this.#api.POST('/sessions/{id}/messages', {
@@ -161,12 +156,11 @@ export class LineageClient {
       for (;;) {
         try {
           const r = await to(target);
-          const replayed = r.response.headers.get('idempotent-replayed') === 'true';
           return {
             sessionId: target,
             session: r.data.session,
             appended: r.data.appended,
-            replayed,
+            replayed: replayedOf(r),
             idempotencyKey: key,
             ...(followedFrom ? { followedFrom } : {}),
           };
@@ -204,7 +198,7 @@ export class LineageClient {
 
   /** Every active item, page by page through nextCursor. Throws CursorStaleError if compacted in place meanwhile. */
   async *pages(id: string, page: PageOptions = {}, opts: CallOptions = {}): AsyncGenerator<Item[], void, undefined> {
-    for await (const p of this.#pagesOf(id, page, opts)) yield p.messages;
+    for await (const p of pagesOf((q) => this.listMessages(id, q, opts), page)) yield p.messages;
   }
 
   /** Every active item; starts over (up to maxRestarts times) when an in-place compaction makes the cursor stale. */
@@ -213,34 +207,8 @@ export class LineageClient {
   }
 
   /** readAll, with the session as the service read it with the last page (its liveness and count). */
-  async readTranscript(
-    id: string,
-    page: PageOptions & { maxRestarts?: number } = {},
-    opts: CallOptions = {},
-  ): Promise<{ items: Item[]; session: Session }> {
-    const { maxRestarts = 3, ...pageOpts } = page;
-    for (let restart = 0; ; restart++) {
-      try {
-        const items: Item[] = [];
-        let session: Session | undefined;
-        for await (const p of this.#pagesOf(id, pageOpts, opts)) {
-          items.push(...p.messages);
-          session = p.session;
-        }
-        return { items, session: session! };
-      } catch (err) {
-        if (!(err instanceof CursorStaleError) || restart >= maxRestarts) throw err;
-      }
-    }
-  }
-
-  async *#pagesOf(id: string, page: PageOptions, opts: CallOptions): AsyncGenerator<MessagesPage, void, undefined> {
-    let cursor: string | undefined;
-    do {
-      const p = await this.listMessages(id, { ...page, ...(cursor !== undefined ? { cursor } : {}) }, opts);
-      yield p;
-      cursor = p.nextCursor ?? undefined;
-    } while (cursor !== undefined);
+  readTranscript(id: string, page: PageOptions & { maxRestarts?: number } = {}, opts: CallOptions = {}): Promise<Transcript> {
+    return readWhole((q) => this.listMessages(id, q, opts), page);
   }
 
   /**
@@ -268,8 +236,7 @@ export class LineageClient {
    * service's own 503 (a repeat would compact twice).
    */
   async compress(id: string, req: CompressRequest = {}, opts: CallOptions = {}): Promise<CompressResponse> {
-    const safety: Safety = req.mode === 'rotate' ? 'repeatable' : 'once';
-    const r = await this.#send(safety, opts, (signal) =>
+    const r = await this.#send(compressSafety(req), opts, (signal) =>
       this.#api.POST('/sessions/{id}/compress', { params: { path: { id } }, body: req, signal }),
     );
     return r.data;
@@ -313,22 +280,18 @@ export class LineageClient {
   }
 
   /** DELETE /conversations/{id}: every session of the chain. A 404 after an unanswered attempt counts as done. */
-  async deleteConversation(id: string, opts: CallOptions = {}): Promise<void> {
-    try {
-      await this.#send('repeatable', opts, (signal) =>
+  deleteConversation(id: string, opts: CallOptions = {}): Promise<void> {
+    return deleted(
+      this.#send('repeatable', opts, (signal) =>
         this.#api.DELETE('/conversations/{conversationId}', { params: { path: { conversationId: id } }, signal }),
-      );
-    } catch (err) {
-      if (err instanceof NotFoundError && err.earlierAttemptMayHaveApplied) return;
-      throw err;
-    }
+      ),
+    );
   }
 
   /** POST /conversations/{id}/messages: appended to the live session, at most once across retries and rotations (K2, A3). */
   async appendToConversation(id: string, items: readonly Item[], opts: ConversationAppendOptions = {}): Promise<AppendResult> {
     const key = opts.idempotencyKey ?? newIdempotencyKey();
-    const request = { messages: [...items], ...(opts.expectedCount !== undefined ? { expectedCount: opts.expectedCount } : {}) };
-    const body = JSON.stringify(request);
+    const [request, body] = appendRequest(items, opts.expectedCount);
     return keyed(key, async () => {
       const r = await this.#send('repeatable', opts, (signal) =>
         this.#api.POST('/conversations/{conversationId}/messages', {
@@ -342,7 +305,7 @@ export class LineageClient {
         sessionId: r.data.session.sessionId,
         session: r.data.session,
         appended: r.data.appended,
-        replayed: r.response.headers.get('idempotent-replayed') === 'true',
+        replayed: replayedOf(r),
         idempotencyKey: key,
       };
     });
@@ -367,7 +330,7 @@ export class LineageClient {
         signal,
       }),
     );
-    return { ...r.data, replayed: r.response.headers.get('idempotent-replayed') === 'true' };
+    return { ...r.data, replayed: replayedOf(r) };
   }
 
   /** GET /conversations/{id}/messages: a page (or the tail) of the live session; the page names it. */
@@ -383,28 +346,8 @@ export class LineageClient {
   }
 
   /** Every item of the live session; starts over when a compaction makes the cursor stale meanwhile. */
-  async readConversation(
-    id: string,
-    page: PageOptions & { maxRestarts?: number } = {},
-    opts: CallOptions = {},
-  ): Promise<{ items: Item[]; session: Session }> {
-    const { maxRestarts = 3, ...pageOpts } = page;
-    for (let restart = 0; ; restart++) {
-      try {
-        const items: Item[] = [];
-        let session: Session | undefined;
-        let cursor: string | undefined;
-        do {
-          const p = await this.listConversationMessages(id, { ...pageOpts, ...(cursor !== undefined ? { cursor } : {}) }, opts);
-          items.push(...p.messages);
-          session = p.session;
-          cursor = p.nextCursor ?? undefined;
-        } while (cursor !== undefined);
-        return { items, session: session };
-      } catch (err) {
-        if (!(err instanceof CursorStaleError) || restart >= maxRestarts) throw err;
-      }
-    }
+  readConversation(id: string, page: PageOptions & { maxRestarts?: number } = {}, opts: CallOptions = {}): Promise<Transcript> {
+    return readWhole((q) => this.listConversationMessages(id, q, opts), page);
   }
 
   /** DELETE /conversations/{id}/messages/last. Not retried once it may have reached the service. */
@@ -425,11 +368,38 @@ export class LineageClient {
 
   /** POST /conversations/{id}/compress on the live session (retried like compress()). */
   async compressConversation(id: string, req: CompressRequest = {}, opts: CallOptions = {}): Promise<CompressResponse> {
-    const safety: Safety = req.mode === 'rotate' ? 'repeatable' : 'once';
-    const r = await this.#send(safety, opts, (signal) =>
+    const r = await this.#send(compressSafety(req), opts, (signal) =>
       this.#api.POST('/conversations/{conversationId}/compress', { params: { path: { conversationId: id } }, body: req, signal }),
     );
     return r.data;
+  }
+
+  /**
+   * A held compaction (SPEC E1-E4) of the conversation's live session with your own engine: the
+   * begin, heartbeats while `engine` runs, the fenced commit, or the abort when it did not commit
+   * (held.ts; docs/held-compactions.md). A loser answers skipped/locked and never runs the engine.
+   */
+  compactWith(id: string, engine: CompactionEngine, opts: CompactWithOptions = {}): Promise<CompactWithResult> {
+    // The conversation form of the routes, sent untyped: held.ts names the tails. The session form has the same shapes.
+    const request = this.#api.request as unknown as (m: string, path: string, init: object) => Promise<FetchResult<never>>;
+    const call: HeldCall = async (tail, { token, body, safety = 'repeatable', beat }, method = 'POST') =>
+      (
+        await send(
+          (signal) =>
+            request(method, `/conversations/${encodeURIComponent(id)}/compactions${tail}`, {
+              headers: { 'lease-token': token },
+              body,
+              signal,
+            }),
+          { safety, policy: beat ? { ...this.#policy, maxAttempts: 1 } : this.#policy, timeoutMs: beat ?? this.#timeoutMs },
+        )
+      ).data;
+    const readSnapshot = async (sessionId: string, n: number, signal: AbortSignal) => {
+      const items: Item[] = [];
+      for await (const page of this.pages(sessionId, {}, { signal })) if (items.push(...page) >= n) break;
+      return items.slice(0, n);
+    };
+    return compactHeld(call, readSnapshot, this.#policy, engine, opts);
   }
 
   #send<D>(safety: Safety, opts: CallOptions, attempt: (signal: AbortSignal) => Promise<FetchResult<D>>) {
@@ -440,6 +410,60 @@ export class LineageClient {
 export function createLineageClient(opts: LineageClientOptions): LineageClient {
   return new LineageClient(opts);
 }
+
+type Transcript = { items: Item[]; session: Session };
+type PageQuery = PageOptions & { cursor?: string };
+
+/** The pages of a session's items (a session, or a conversation's live one) through nextCursor. */
+async function* pagesOf(list: (q: PageQuery) => Promise<MessagesPage>, page: PageOptions): AsyncGenerator<MessagesPage, void, undefined> {
+  let cursor: string | undefined;
+  do {
+    const p = await list({ ...page, ...(cursor !== undefined ? { cursor } : {}) });
+    yield p;
+    cursor = p.nextCursor ?? undefined;
+  } while (cursor !== undefined);
+}
+
+/** Every page; starts over (up to maxRestarts times) when an in-place compaction makes the cursor stale. */
+async function readWhole(
+  list: (q: PageQuery) => Promise<MessagesPage>,
+  { maxRestarts = 3, ...page }: PageOptions & { maxRestarts?: number },
+) {
+  for (let restart = 0; ; restart++) {
+    try {
+      const items: Item[] = [];
+      let session: Session | undefined;
+      for await (const p of pagesOf(list, page)) {
+        items.push(...p.messages);
+        session = p.session;
+      }
+      return { items, session: session! };
+    } catch (err) {
+      if (!(err instanceof CursorStaleError) || restart >= maxRestarts) throw err;
+    }
+  }
+}
+
+/** A DELETE done; a 404 after an attempt that got no answer counts as done (that attempt deleted it). */
+async function deleted(sent: Promise<unknown>): Promise<void> {
+  try {
+    await sent;
+  } catch (err) {
+    if (!(err instanceof NotFoundError && err.earlierAttemptMayHaveApplied)) throw err;
+  }
+}
+
+/** An append's body, serialized once so every retry sends the same bytes. */
+function appendRequest(items: readonly Item[], expectedCount: number | undefined) {
+  const request = { messages: [...items], ...(expectedCount !== undefined ? { expectedCount } : {}) };
+  return [request, JSON.stringify(request)] as const;
+}
+
+/** A rotation is repeatable (a repeat is adopted); an in-place compaction is not (a repeat would compact twice). */
+const compressSafety = (req: CompressRequest): Safety => (req.mode === 'rotate' ? 'repeatable' : 'once');
+
+/** The service answered with the stored first response to this key or operation id. */
+const replayedOf = (r: { response: Response }) => r.response.headers.get('idempotent-replayed') === 'true';
 
 /** Tags whatever a keyed request throws with its key, so the caller can retry it later, still at most once. */
 async function keyed<T>(key: string, run: () => Promise<T>): Promise<T> {

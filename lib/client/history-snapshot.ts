@@ -15,6 +15,7 @@ export class HistoryTransactionError extends LineageError {
 }
 
 const INVALID_ITEMS = 'Session history transaction items contain invalid or unsupported data.';
+const NOT_AN_OBJECT = 'Session history transaction must be an object.';
 
 /** Reads `args` once and returns a detached snapshot of the operation id and transaction, or throws the SDK's message. */
 export function snapshotTransactionArgs(args: unknown): { operationId: string; transaction: HistoryTransaction } {
@@ -29,7 +30,7 @@ export function snapshotTransactionArgs(args: unknown): { operationId: string; t
   }
   if (typeof operationId !== 'string' || !operationId.trim())
     throw new HistoryTransactionError('Session history transaction operationId must be a non-empty string.');
-  if (!transaction || typeof transaction !== 'object') throw new HistoryTransactionError('Session history transaction must be an object.');
+  if (!transaction || typeof transaction !== 'object') throw new HistoryTransactionError(NOT_AN_OBJECT);
   return { operationId, transaction: snapshotTransaction(transaction) };
 }
 
@@ -41,7 +42,7 @@ function snapshotTransaction(transaction: object): HistoryTransaction {
   } catch {
     throw new HistoryTransactionError(INVALID_ITEMS);
   }
-  if (!snap || typeof snap !== 'object') throw new HistoryTransactionError('Session history transaction must be an object.');
+  if (!snap || typeof snap !== 'object') throw new HistoryTransactionError(NOT_AN_OBJECT);
   const r = snap as { type?: unknown; items?: unknown; expectedSuffix?: unknown; replacement?: unknown };
   const has = (k: string) => Object.prototype.hasOwnProperty.call(r, k);
   if (r.type === 'append_items') {

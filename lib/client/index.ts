@@ -11,6 +11,15 @@ export type {
   ConversationAppendOptions,
 } from './client.js';
 export * from './errors.js';
+export { responsesCompactEngine } from './held.js';
+export type {
+  CompactionEngine,
+  CompactionEngineInput,
+  CompactWithOptions,
+  CompactWithResult,
+  ResponsesCompactClient,
+  ResponsesCompactOptions,
+} from './held.js';
 export { UnsupportedValueError } from './json-values.js';
 export { DEFAULT_RETRY_POLICY, retryDelayMs, type RetryPolicy, type Safety } from './retry.js';
 export * from './types.js';

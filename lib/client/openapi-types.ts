@@ -680,6 +680,11 @@ export interface components {
              */
             origin?: "turn" | "review" | "manual";
             keepLast?: number;
+            /**
+             * @description E6: compact with the service's engine even when the conversation's compaction policy is agent (otherwise 409 agent_engine)
+             * @default false
+             */
+            force?: boolean;
         };
         CompressResponse: {
             /** @enum {string} */
@@ -753,6 +758,7 @@ export interface components {
                 [key: string]: unknown;
             };
             turns?: components["schemas"]["TurnPolicy"];
+            compaction?: components["schemas"]["CompactionPolicy"];
         };
         ConversationResponse: {
             conversation: components["schemas"]["Conversation"];
@@ -769,6 +775,7 @@ export interface components {
                 [key: string]: unknown;
             };
             turns?: components["schemas"]["TurnPolicy"];
+            compaction?: components["schemas"]["CompactionPolicy"];
         };
         PatchConversationRequest: {
             /** @description Replaces the conversation's metadata */
@@ -776,6 +783,7 @@ export interface components {
                 [key: string]: unknown;
             };
             turns?: components["schemas"]["TurnPolicy"];
+            compaction?: components["schemas"]["CompactionPolicy"];
         };
         BeginCompactionRequest: {
             /**
@@ -937,6 +945,12 @@ export interface components {
             error: components["schemas"]["ErrorBody"];
             turnId: string;
         };
+        /**
+         * @description E6: whose engine compacts the conversation. service (default): the service's engine (POST .../compress, the after-turn consumer) and held attempts. agent: only held attempts (the agent's own engine); compress answers 409 agent_engine unless force is true, and the after-turn consumer leaves it alone (disabled, agent_engine). Kept on the live session and carried to each rotation's child.
+         * @default service
+         * @enum {string}
+         */
+        CompactionPolicy: "service" | "agent";
     };
     responses: {
         /** @description Invalid JSON, or a field that fails validation (the message and `field` name it, e.g. messages[3].tool_calls[0].id) */
@@ -1358,13 +1372,13 @@ export interface operations {
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
             404: components["responses"]["NotFound"];
-            /** @description chain_deleted: the session has ended and its chain has no live session (its tip was deleted); liveSessionId is null */
+            /** @description chain_deleted: the session has ended and its chain has no live session (its tip was deleted); liveSessionId is null; or agent_engine (E6): the conversation's compaction policy is agent; compact with a held attempt (POST .../compactions) or send force: true */
             409: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["SessionEndedError"];
+                    "application/json": components["schemas"]["SessionEndedError"] | components["schemas"]["Error"];
                 };
             };
             413: components["responses"]["TooLarge"];
@@ -1761,6 +1775,15 @@ export interface operations {
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
             404: components["responses"]["NotFound"];
+            /** @description agent_engine (E6): the conversation's compaction policy is agent; compact with a held attempt (POST .../compactions) or send force: true */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
             413: components["responses"]["TooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
             500: components["responses"]["Internal"];

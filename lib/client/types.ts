@@ -21,6 +21,9 @@ export type CompressResponse = Schemas['CompressResponse'];
 export type CompressMode = NonNullable<CompressRequest['mode']>;
 export type CompressOrigin = NonNullable<CompressRequest['origin']>;
 export type ErrorBody = Schemas['ErrorBody'];
+/** SPEC E1-E4: a held compaction attempt (the agent's own engine) and its begin's answer. */
+export type CompactionAttempt = Schemas['CompactionAttempt'];
+export type BeginCompactionResponse = Schemas['BeginCompactionResponse'];
 /** SPEC X1: an Agents SDK history transaction and its answer. */
 export type HistoryTransactionRequest = Schemas['HistoryTransactionRequest'];
 export type HistoryTransactionResponse = Schemas['HistoryTransactionResponse'];

@@ -84,7 +84,7 @@ export async function compactSession(
       case 'noop':
         return noop(e.reason, known ?? []);
       case 'disabled':
-        return { outcome: 'disabled', reason: 'review_origin', sessionId: e.sessionId, warnings, ...(await inputIfAsked()) };
+        return { outcome: 'disabled', reason: e.reason, sessionId: e.sessionId, warnings, ...(await inputIfAsked()) };
     }
   };
 
@@ -124,9 +124,10 @@ export async function compactSession(
   }
 
   async function underLease(): Promise<CompactionOutcome> {
+    // E6: the service's engine, so the begin checks the session's policy unless the caller forced it.
     // P6: the begin, the bounded read and the engine all end by the commit margin; a step still
     // running then is left behind and the attempt answers `cancelled` (C9), never a deadline 503.
-    const opened = await beforeDeadline(beginUnderLease(phase, scope, ref, { ttlMs, bound }));
+    const opened = await beforeDeadline(beginUnderLease(phase, scope, ref, { ttlMs, bound, serviceEngine: req.force !== true }));
     if (opened === LATE) return late([]);
     if (isEnding(opened)) return asOutcome(opened);
     const { begun, snapshot: input, ownership, part } = opened;

@@ -6,24 +6,17 @@
 //   it, the sweep does it (S1);
 // - after a commit, the SessionCompacted event, once the lease is released (a publisher never
 //   throws into the answer).
-import type { Metrics } from '@aws-lambda-powertools/metrics';
 import { errorFields } from '../errors.js';
-import { sessionCompactedEvent, type CompactionEventPublisher } from '../events/session-compacted.js';
 import { silentLogger } from '../logger.js';
-import { recordCompaction } from '../telemetry/compaction-metrics.js';
 import { compactSession } from './compact-session.js';
+import { announceCommit, countAttempt, type CompactionFollowUps } from './follow-ups.js';
 import type { CompactionDeps, CompactionOutcome, CompactRequest } from './types.js';
 
-export interface CompactionFollowUps {
-  /** EMF metrics (telemetry/compaction-metrics.ts); none when unset. */
-  metrics?: Metrics;
-  /** Where SessionCompacted goes; none when unset. */
-  events?: CompactionEventPublisher;
-}
+export type { CompactionFollowUps };
 
 export async function compact(deps: CompactionDeps & CompactionFollowUps, req: CompactRequest): Promise<CompactionOutcome> {
   const outcome = await compactSession(deps, req);
-  if (deps.metrics) recordCompaction(deps.metrics, outcome, { latencyMs: outcome.outcome === 'compressed' ? outcome.commitMs : undefined });
+  countAttempt(deps, outcome, outcome.outcome === 'compressed' ? outcome.commitMs : undefined);
   if (outcome.outcome !== 'compressed') return outcome;
   if (outcome.deferred) {
     const task = outcome.deferred;
@@ -34,8 +27,6 @@ export async function compact(deps: CompactionDeps & CompactionFollowUps, req: C
       });
     });
   }
-  if (deps.events) {
-    await deps.events.publish(sessionCompactedEvent(req.ref.tenantId, outcome, new Date(), req.correlationId));
-  }
+  await announceCommit(deps, req.ref.tenantId, outcome, req.correlationId);
   return outcome;
 }

@@ -12,13 +12,15 @@ import { DEFAULT_ATTEMPT_MAX_BYTES, DEFAULT_ATTEMPT_MAX_TOKENS, DEFAULT_LEASE_TT
 import { errorFields, ServiceError, type ErrorCode } from '../errors.js';
 import { LEASE_UNAVAILABLE_MESSAGE } from '../lease/errors.js';
 import { adapterFor } from '../items/adapters.js';
-import type { Item, ItemFormat } from '../items/types.js';
+import type { Item } from '../items/types.js';
 import { defaultRefreshInterval, type Lease, type LeaseApi } from '../lease/index.js';
 import type { AttemptBudget, HeldOutcomeRecord, LineageStore } from '../lineage/types.js';
 import { silentLogger, type Logger } from '../logger.js';
 import { sessionKey, type SessionRef } from '../session-ref.js';
 import { AttemptScope } from './attempt-scope.js';
 import { snapshotBound } from './bounded-part.js';
+import { announceCommit, committedOf, countAttempt, counted, type CompactionFollowUps } from './follow-ups.js';
+import { decodeAttemptId, encodeAttemptId, type AttemptKey } from './held-attempt-id.js';
 import {
   acquireLease,
   beginUnderLease,
@@ -29,12 +31,15 @@ import {
   reviewEnding,
   type Ending,
 } from './phases/index.js';
-import { ACTIVITY_LABELS, type CompactionMode, type CompactionOrigin } from './types.js';
+import { ACTIVITY_LABELS, type CompactionMode, type CompactionOrigin, type DisabledReason } from './types.js';
 
 /** E2: "compaction in progress" reaches the store at most this often per attempt. */
 export const HELD_MARK_EVERY_MS = 10_000;
 
-export interface HeldAttemptDeps {
+export { decodeAttemptId, encodeAttemptId };
+
+/** The follow-ups (metrics, SessionCompacted) are the service engine's own (follow-ups.ts). */
+export interface HeldAttemptDeps extends CompactionFollowUps {
   lease: LeaseApi;
   store: LineageStore;
   logger?: Logger;
@@ -45,19 +50,6 @@ export interface HeldAttemptDeps {
   /** E2 throttle of the "in progress" mark (tests shorten it). */
   markEveryMs?: number;
   now?: () => number;
-}
-
-/** What an attempt id carries (base64url JSON): enough to act on it with no read first. */
-interface AttemptKey {
-  sessionId: string;
-  /** The store's attempt id (the record's attemptId). */
-  id: string;
-  fence: number;
-  generation: number;
-  watermark: number;
-  ttlMs: number;
-  mode: CompactionMode;
-  format: ItemFormat;
 }
 
 export type HeldStatus = 'running' | 'committed' | 'cancelled' | 'expired' | 'lost';
@@ -82,7 +74,7 @@ export type BeginAnswer =
   | { outcome: 'started'; attempt: AttemptView & { leaseToken: string }; messages: Item[] }
   | { outcome: 'skipped'; reason: string; sessionId: string; holder?: string | null }
   | { outcome: 'noop'; reason: string; sessionId: string }
-  | { outcome: 'disabled'; reason: 'review_origin'; sessionId: string };
+  | { outcome: 'disabled'; reason: DisabledReason; sessionId: string };
 
 /** Why a request about an attempt was refused; the API maps each to its status (404, 403, 409, 503). */
 export type HeldRefusal = 'not_found' | 'token_invalid' | 'lease_lost' | 'committed' | 'commit_in_progress' | 'lease_unavailable';
@@ -113,35 +105,6 @@ export function leaseValueOf(token: string): string {
   return `held:${createHash('sha256').update(token).digest('base64url')}`;
 }
 
-export function encodeAttemptId(k: AttemptKey): string {
-  return Buffer.from(JSON.stringify([k.sessionId, k.id, k.fence, k.generation, k.watermark, k.ttlMs, k.mode, k.format])).toString(
-    'base64url',
-  );
-}
-
-export function decodeAttemptId(attemptId: string): AttemptKey | null {
-  try {
-    const a = JSON.parse(Buffer.from(attemptId, 'base64url').toString('utf8')) as unknown;
-    if (!Array.isArray(a) || a.length !== 8) return null;
-    const [sessionId, id, fence, generation, watermark, ttlMs, mode, format] = a as unknown[];
-    const ints = [fence, generation, watermark, ttlMs].every((n) => Number.isInteger(n) && (n as number) >= 0);
-    if (typeof sessionId !== 'string' || typeof id !== 'string' || !ints) return null;
-    if ((mode !== 'in_place' && mode !== 'rotate') || (format !== 'chat' && format !== 'responses')) return null;
-    return {
-      sessionId,
-      id,
-      fence: fence as number,
-      generation: generation as number,
-      watermark: watermark as number,
-      ttlMs: ttlMs as number,
-      mode,
-      format,
-    };
-  } catch {
-    return null;
-  }
-}
-
 function sameText(a: string, b: string): boolean {
   const x = Buffer.from(a);
   const y = Buffer.from(b);
@@ -155,7 +118,7 @@ function endingAnswer(e: Ending, sessionId: string): Record<string, unknown> {
     case 'noop':
       return { outcome: 'noop', reason: e.reason, sessionId };
     case 'disabled':
-      return { outcome: 'disabled', reason: 'review_origin', sessionId: e.sessionId };
+      return { outcome: 'disabled', reason: e.reason, sessionId: e.sessionId };
   }
 }
 
@@ -178,6 +141,16 @@ export class HeldAttempts {
 
   /** E1: lease (one Redis round), begin (fence, record, "started"), ownership check beside the snapshot read. */
   async begin(ref: SessionRef, req: { mode: CompactionMode; origin: CompactionOrigin; ttlMs?: number }): Promise<BeginAnswer> {
+    const answer = await this.beginAttempt(ref, req);
+    // An attempt that ended at its begin is counted as the service engine's are (a started one, when it ends).
+    if (answer.outcome !== 'started') countAttempt(this.deps, answer);
+    return answer;
+  }
+
+  private async beginAttempt(
+    ref: SessionRef,
+    req: { mode: CompactionMode; origin: CompactionOrigin; ttlMs?: number },
+  ): Promise<BeginAnswer> {
     // C13: a review fork takes no lease.
     if (req.origin === 'review') {
       const e = await reviewEnding(this.deps.store, ref);
@@ -210,6 +183,7 @@ export class HeldAttempts {
         ttlMs,
         mode: req.mode,
         format: begun.session.format,
+        ...(begun.session.conversationId !== undefined ? { conversationId: begun.session.conversationId } : {}),
       });
       this.#marked.set(attemptId, at);
       keep = true;
@@ -261,7 +235,13 @@ export class HeldAttempts {
    * called and leaves the attempt running; from the claim on, the attempt ends here, whatever the
    * outcome, and the lease is released in `finally` (I3).
    */
-  async commit(ref: SessionRef, attemptId: string, token: string, replacement: Item[]): Promise<Record<string, unknown>> {
+  async commit(
+    ref: SessionRef,
+    attemptId: string,
+    token: string,
+    replacement: Item[],
+    opts: { correlationId?: string } = {},
+  ): Promise<Record<string, unknown>> {
     const k = this.keyOf(ref, attemptId);
     const holder = leaseValueOf(token);
     const { store, lease: leaseApi } = this.deps;
@@ -276,30 +256,34 @@ export class HeldAttempts {
     scope.began(begun.attempt);
     this.#marked.delete(attemptId);
     let failed = true;
+    let ended: { answer: Record<string, unknown>; commitMs?: number };
     try {
-      const answer = await this.commitClaimed(ref, k, attemptId, holder, scope, begun, owned, await reading, replacement);
+      ended = await this.commitClaimed(ref, k, holder, scope, begun, owned, await reading, replacement);
       failed = false;
-      return answer;
     } finally {
       await scope.close(failed);
     }
+    // Issue 14 for the agent's engine: counted, and a commit announced once the lease is free.
+    const { answer, commitMs } = ended;
+    countAttempt(this.deps, counted(answer), commitMs);
+    if (answer.outcome === 'compressed') await announceCommit(this.deps, ref.tenantId, committedOf(answer), opts.correlationId);
+    return answer;
   }
 
   private async commitClaimed(
     ref: SessionRef,
     k: AttemptKey,
-    attemptId: string,
     holder: string,
     scope: AttemptScope,
     begun: NonNullable<Awaited<ReturnType<LineageStore['claimHeldCommit']>>>,
     owned: Awaited<ReturnType<LeaseApi['refresh']>>,
     snapshot: Item[],
     replacement: Item[],
-  ): Promise<Record<string, unknown>> {
+  ): Promise<{ answer: Record<string, unknown>; commitMs?: number }> {
     const { store } = this.deps;
     const end = async (answer: Record<string, unknown>, status: HeldOutcomeRecord['status'], label: string) => {
       await store.endHeldAttempt(ref, k.id, holder, { activityLabel: label, outcome: { status, answer }, claimed: true });
-      return answer;
+      return { answer };
     };
     // L6: a lease no longer ours never commits (E2), whatever the fence would say.
     if (!owned.refreshed) {
@@ -334,16 +318,17 @@ export class HeldAttempts {
             generation: inPlaceGeneration(begun),
           };
     const record = store.heldOutcomeRow(ref, k.id, { status: 'committed', answer: { ...first, warnings: [] } });
+    const started = this.#now();
     const committed = await commitReplacement(store, scope, ref, begun, k.mode, checked.anchored, adapter, record, partial);
-    if (isEnding(committed)) return endingAnswer(committed, ref.sessionId);
+    const commitMs = this.#now() - started;
+    if (isEnding(committed)) return { answer: endingAnswer(committed, ref.sessionId) };
     if (committed.deferred) {
       const task = committed.deferred;
       store
         .runTask(task)
         .catch((err: unknown) => this.#log.warn('deferred archive failed; the sweep will run it', { error: errorFields(err) }));
     }
-    void attemptId;
-    return {
+    const answer = {
       ...first,
       sessionId: committed.sessionId,
       ...(committed.conversationId !== undefined ? { conversationId: committed.conversationId } : {}),
@@ -351,6 +336,7 @@ export class HeldAttempts {
       items: committed.items,
       ...(committed.partial ? { replaced: committed.partial.replaced, remainingTokens: committed.partial.remainingTokens } : {}),
     };
+    return { answer, commitMs };
   }
 
   /** E4: the agent's `finally`. Token-checked release, "compaction failed", nothing else written. */
@@ -375,6 +361,8 @@ export class HeldAttempts {
     await this.deps.lease.release(this.leaseOf(ref, holder, k)).catch((err: unknown) => {
       this.#log.warn('held attempt: lease release failed; it expires with its TTL', { error: errorFields(err) });
     });
+    // The attempt ended here (not an abort repeated): counted as a cancelled attempt of the service's engine is.
+    if (ended) countAttempt(this.deps, { outcome: 'cancelled' });
     return answer;
   }
 
@@ -442,9 +430,4 @@ export class HeldAttempts {
       heartbeatIntervalMs: defaultRefreshInterval(k.ttlMs),
     };
   }
-}
-
-/** The session an attempt id names (conversation routes act on the attempt's own session). */
-export function sessionOfAttempt(attemptId: string): string | null {
-  return decodeAttemptId(attemptId)?.sessionId ?? null;
 }

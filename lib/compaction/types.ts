@@ -30,9 +30,13 @@ export interface CompactRequest {
   returnInput?: boolean;
   /** The request or message that asked (x-request-id, SQS message id): carried into the SessionCompacted event. */
   correlationId?: string;
+  /** E6: compact with the service's engine even when the session's compaction policy is `agent`. */
+  force?: boolean;
 }
 
 export type SkipReason = 'locked' | 'lease_unavailable' | 'lease_lost' | 'adopted' | 'stale';
+/** C13: a review fork; E6: the session's policy leaves compaction to the agent's own engine. */
+export type DisabledReason = 'review_origin' | 'agent_engine';
 export type NoopReason = 'empty_result' | 'unchanged' | 'grown' | 'aborted' | 'nothing_to_compact';
 
 interface OutcomeBase {
@@ -71,7 +75,7 @@ export type CompactionOutcome =
   | (OutcomeBase & { outcome: 'skipped'; reason: SkipReason; holder?: string | null })
   | (OutcomeBase & { outcome: 'noop'; reason: NoopReason })
   | (OutcomeBase & { outcome: 'cancelled' })
-  | (OutcomeBase & { outcome: 'disabled'; reason: 'review_origin' });
+  | (OutcomeBase & { outcome: 'disabled'; reason: DisabledReason });
 
 // ---- Added by the compaction attempt (lib/compaction/compact-session.ts) ----
 

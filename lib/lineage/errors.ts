@@ -127,6 +127,17 @@ export class AttemptInFlightError extends LineageError {
   }
 }
 
+/**
+ * E6: the session's compaction policy is `agent`: the service's engine does not compact it unless
+ * forced. The attempt answers it as `disabled` (reason agent_engine); compress words it as a 409.
+ */
+export class AgentEnginePolicyError extends LineageError {
+  override readonly name = 'AgentEnginePolicyError';
+  constructor(readonly sessionId: string) {
+    super(`session ${sessionId} is compacted by the agent's own engine (compaction policy agent)`, { status: 409, code: 'agent_engine' });
+  }
+}
+
 /** An item the attempt snapshotted was popped (A6): its commit would bring it back. */
 export class StaleSnapshotError extends LineageError {
   override readonly name = 'StaleSnapshotError';

@@ -40,6 +40,8 @@ export interface HeldInfo {
 export interface SessionRecord {
   /** T5: 'required' when writes need a turn token (absent: optional). */
   turnPolicy?: TurnPolicy;
+  /** E6: 'agent' when only the agent's own engine (held attempts) compacts it (absent: service). */
+  compactionPolicy?: CompactionPolicy;
   tenantId: string;
   sessionId: string;
   /** K1: the conversation (chain) this session belongs to; absent on records from before conversations. */
@@ -136,6 +138,8 @@ export interface ReplaceSuffixInput {
   /** The operation id as a key (X1: conversation-scoped on the conversation routes). */
   idempotency: IdempotencyInput;
   respond: (session: SessionRecord, removed: number, appended: number) => StoredResponse;
+  /** T3: lands only while this turn is current; T5: without one, only if turns are optional. */
+  turn?: TurnCredential;
 }
 
 export type ReplaceSuffixResult =
@@ -174,6 +178,9 @@ export interface BeginTurnInput {
 
 /** T5: whether writes need a turn. */
 export type TurnPolicy = 'optional' | 'required';
+
+/** E6: whose engine compacts a conversation: the service's (default) or only the agent's own (held attempts). */
+export type CompactionPolicy = 'service' | 'agent';
 
 export type AppendResult =
   { replayed: false; session: SessionRecord; appended: number; response?: StoredResponse } | { replayed: true; response: StoredResponse };
@@ -259,6 +266,11 @@ export interface BeginAttemptInput {
   activityLabel: string;
   /** A held attempt (E1): recorded with it. */
   held?: HeldInfo;
+  /**
+   * E6: the attempt runs the service's engine and was not forced: refused (AgentEnginePolicyError)
+   * on a session whose compaction policy is `agent`, by the begin's own condition.
+   */
+  serviceEngine?: boolean;
 }
 
 export interface BegunAttempt {
@@ -400,6 +412,8 @@ export interface LineageStore {
   currentTurn(ref: SessionRef): Promise<TurnView | null>;
   /** T5. */
   setTurnPolicy(ref: SessionRef, policy: TurnPolicy): Promise<void>;
+  /** E6: kept on the live session's record (carried to a rotation's child); the begin of a service attempt checks it. */
+  setCompactionPolicy(ref: SessionRef, policy: CompactionPolicy): Promise<void>;
   /** A6: the session answers as not found from now on; its items are purged off the request path. */
   deleteSession(ref: SessionRef): Promise<void>;
   /** Root to live tip. */

@@ -5,12 +5,12 @@
 import { errorFields } from '../../errors.js';
 import type { Item } from '../../items/types.js';
 import type { Lease, LeaseApi, RefreshResult } from '../../lease/index.js';
-import { AttemptInFlightError, ChainDeletedError, SessionEndedError } from '../../lineage/errors.js';
+import { AgentEnginePolicyError, AttemptInFlightError, ChainDeletedError, SessionEndedError } from '../../lineage/errors.js';
 import type { BegunAttempt, BoundedSnapshot, HeldInfo, LineageStore, SnapshotBound } from '../../lineage/types.js';
 import type { Logger } from '../../logger.js';
 import { sessionKey, type SessionRef } from '../../session-ref.js';
 import { AttemptScope } from '../attempt-scope.js';
-import { ACTIVITY_LABELS, type NoopReason, type SkipReason } from '../types.js';
+import { ACTIVITY_LABELS, type DisabledReason, type NoopReason, type SkipReason } from '../types.js';
 
 export interface PhaseDeps {
   lease: LeaseApi;
@@ -22,7 +22,7 @@ export interface PhaseDeps {
 export type Ending =
   | { ended: 'skipped'; reason: SkipReason; sessionId: string; holder?: string | null }
   | { ended: 'noop'; reason: NoopReason }
-  | { ended: 'disabled'; sessionId: string };
+  | { ended: 'disabled'; reason: DisabledReason; sessionId: string };
 
 export function isEnding(x: unknown): x is Ending {
   return typeof x === 'object' && x !== null && 'ended' in x;
@@ -36,7 +36,7 @@ export function chainDeleted(sessionId: string): never {
 /** C13: a review fork never compacts, by rule: no lease, no engine, no write; it is told the live session. */
 export async function reviewEnding(store: LineageStore, ref: SessionRef): Promise<Ending> {
   const live = (await store.liveTip(ref)) ?? chainDeleted(ref.sessionId);
-  return { ended: 'disabled', sessionId: live };
+  return { ended: 'disabled', reason: 'review_origin', sessionId: live };
 }
 
 /**
@@ -80,7 +80,7 @@ export async function beginUnderLease(
   deps: PhaseDeps,
   scope: AttemptScope,
   ref: SessionRef,
-  opts: { ttlMs: number; held?: HeldInfo; bound?: SnapshotBound },
+  opts: { ttlMs: number; held?: HeldInfo; serviceEngine?: boolean; bound?: SnapshotBound },
 ): Promise<Opened | Ending> {
   const { store, lease: leaseApi } = deps;
   const lease = scope.lease;
@@ -91,9 +91,12 @@ export async function beginUnderLease(
       leaseExpiresAt: lease.expiresAt,
       activityLabel: ACTIVITY_LABELS.started,
       ...(opts.held ? { held: opts.held } : {}),
+      ...(opts.serviceEngine ? { serviceEngine: true } : {}),
       ...(opts.bound ? { bound: opts.bound } : {}),
     });
   } catch (err) {
+    // E6: the session's policy keeps the service's engine off it; the begin's condition said so.
+    if (err instanceof AgentEnginePolicyError) return { ended: 'disabled', reason: 'agent_engine', sessionId: ref.sessionId };
     // C4: the lease does not prove the parent is live; an ended parent is adopted, not compacted.
     if (err instanceof SessionEndedError)
       return { ended: 'skipped', reason: 'adopted', sessionId: err.liveSessionId ?? chainDeleted(ref.sessionId) };

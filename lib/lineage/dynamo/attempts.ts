@@ -9,13 +9,15 @@
 import { randomUUID } from 'node:crypto';
 import type { Item } from '../../items/types.js';
 import type { SessionRef } from '../../session-ref.js';
-import { AttemptInFlightError, StoreOutcomeUnknownError, StoreRetryableError } from '../errors.js';
+import { AgentEnginePolicyError, AttemptInFlightError, StoreOutcomeUnknownError, StoreRetryableError } from '../errors.js';
 import type {
   AttemptRecord,
   BeginAttemptInput,
   BegunAttempt,
   BoundedSnapshot,
+  CompactionPolicy,
   ExpiredAttempt,
+  SessionRecord,
   SnapshotBound,
   StoreTask,
   SweepPage,
@@ -29,6 +31,7 @@ import {
   ATTEMPTS_INDEX,
   attemptShardOf,
   generationPrefix,
+  HELD_PREFIX,
   IDEM_PREFIX,
   META_SK,
   MSG_PREFIX,
@@ -41,7 +44,7 @@ import {
 import { assertLive } from './links.js';
 import { isConditionFailure, mayHaveApplied, rounds } from './retry.js';
 import { forEachShard, oldImageOf, type Key, type Table } from './table.js';
-import { FENCE_COUNTER_OK, LIVE, TAKEOVER } from './conditions.js';
+import { FENCE_COUNTER_OK, LIVE, SERVICE_ENGINE_ALLOWED, TAKEOVER } from './conditions.js';
 
 /** Attempt attributes a commit, abandon or cleanup removes. */
 export const ATTEMPT_ATTRS = '#attempt, #attemptShard, #leaseExpiresAt, #attemptWatermark, #seal';
@@ -89,10 +92,12 @@ export class Attempts {
     // P1: a container that knows the record sends the snapshot read beside the begin, for the
     // items that record holds. The begin's old image decides whether the read is the snapshot.
     const known = liveVersioned(this.table.records.get(pk));
+    // E6: no read beside a begin this container knows its policy refuses.
+    const refused = input.serviceEngine && known?.compactionPolicy === 'agent';
     const bound = input.bound;
-    const early = known && !bound ? this.table.readItems(pk, known.generation, 1, known.lastSeq) : undefined;
+    const early = known && !refused && !bound ? this.table.readItems(pk, known.generation, 1, known.lastSeq) : undefined;
     // P6: a bounded attempt reads only its part, beside the begin as well.
-    const earlyPart = known && bound ? readBounded(this.table, pk, known.generation, known.lastSeq, bound) : undefined;
+    const earlyPart = known && !refused && bound ? readBounded(this.table, pk, known.generation, known.lastSeq, bound) : undefined;
     // A read the begin proves useless (or a begin that fails) must not surface as an unhandled rejection.
     early?.catch(() => undefined);
     earlyPart?.catch(() => undefined);
@@ -111,9 +116,11 @@ export class Attempts {
             // A recorded attempt is replaced only when its lease ended before ours: it expired (a crashed or
             // paused holder), or ours was granted after it (its holder died or was refused after its begin
             // landed, finding 2). See TAKEOVER. The fence keeps the replaced holder from committing (L6).
-            condition: `${LIVE} AND ${TAKEOVER} AND ${FENCE_COUNTER_OK}`,
+            // E6: a service-engine begin also needs the session's policy to allow it (no read: the condition).
+            condition: `${LIVE} AND ${TAKEOVER} AND ${FENCE_COUNTER_OK}${input.serviceEngine ? ` AND ${SERVICE_ENGINE_ALLOWED}` : ''}`,
           },
           {
+            ':agent': 'agent',
             ':zero': 0,
             ':one': 1,
             ':attempt': stored,
@@ -152,6 +159,7 @@ export class Attempts {
         // An earlier try of this very update landed and its answer was lost (the SDK resent it).
         const ours = ownBeginOf(old, stored.attemptId);
         if (ours) return ours;
+        if (input.serviceEngine && old.compactionPolicy === 'agent') throw new AgentEnginePolicyError(ref.sessionId);
         if (old.attempt && !mayTakeOver(old, input.leaseExpiresAt, this.table.now()))
           throw new AttemptInFlightError(ref.sessionId, old.attempt.holder);
         if (seeded) throw err;
@@ -180,6 +188,21 @@ export class Attempts {
     const ours = meta && ownBeginOf(meta, attemptId);
     if (ours) return ours;
     throw err;
+  }
+
+  /**
+   * E6: whose engine compacts the session. The version moves, so a rotation that read the record
+   * before goes round again and its child takes the new policy (commit.ts copies it).
+   */
+  async setPolicy(ref: SessionRef, policy: CompactionPolicy): Promise<void> {
+    const update = policy === 'agent' ? 'SET #compactionPolicy = :agent ADD #version :one' : 'REMOVE #compactionPolicy ADD #version :one';
+    try {
+      await this.table.update('set compaction policy', ref, { update, condition: LIVE }, { ':agent': 'agent', ':one': 1 });
+    } catch (err) {
+      if (!isConditionFailure(err)) throw err;
+      await assertLive(this.table, ref, oldImageOf(err));
+      throw err;
+    }
   }
 
   /** C3: lift a pre-fencing record's counter to its generation, so the next fence is above it. */
@@ -315,7 +338,8 @@ export class Attempts {
       if (meta && meta.generation !== task.generation) touched = await this.archive(pk, task.generation, retentionSeconds);
     } else {
       const record = await this.table.getItem<{ pendingChildId?: string }>({ pk, sk: taskSk('purge', 0) });
-      for (const prefix of [MSG_PREFIX, IDEM_PREFIX, PART_PREFIX]) touched += await this.table.deletePaced(pk, prefix);
+      // H4: held attempts' outcome rows go too (they hold answers about the deleted session).
+      for (const prefix of [MSG_PREFIX, IDEM_PREFIX, PART_PREFIX, HELD_PREFIX]) touched += await this.table.deletePaced(pk, prefix);
       if (record?.pendingChildId) touched += await this.removePendingChild(task.ref, record.pendingChildId);
     }
     await this.table.deleteAll([{ pk, sk: taskSk(task.kind, task.generation) }]);
@@ -339,6 +363,25 @@ export class Attempts {
       }
     }
     return items;
+  }
+
+  /**
+   * Held attempts in flight (E1-E5), for operators (`lease show`): every shard of attemptsByExpiry
+   * (sparse: only records with an attempt, and task rows), confirmed on the records themselves.
+   */
+  async listHeld(tenantId?: string): Promise<SessionRecord[]> {
+    const perShard = await forEachShard(allShards('A', this.table.attemptShards), (shard) =>
+      this.table.queryIndex<Key>({
+        IndexName: ATTEMPTS_INDEX,
+        KeyConditionExpression: '#s = :s',
+        ExpressionAttributeNames: { '#s': 'attemptShard' },
+        ExpressionAttributeValues: { ':s': shard },
+      }),
+    );
+    const prefix = tenantId === undefined ? 'T#' : `${sessionPk({ tenantId, sessionId: '' })}`;
+    const keys = perShard.flat().filter((k) => k.sk === META_SK && k.pk.startsWith(prefix));
+    const metas = await this.table.batchGetMetas(keys);
+    return metas.filter((m) => m.attempt?.held && !m.deletedAt).map(toSessionRecord);
   }
 
   /**

@@ -102,6 +102,8 @@ export class Commits {
       version: 1,
       // T4: the current turn (and the queue, fence and policy) goes on in the child.
       ...turnStateOf(meta),
+      // E6: so does whose engine compacts it.
+      compactionPolicy: meta.compactionPolicy,
     });
     const strategy: Strategy<RotationCommitted> = {
       what: 'commit rotation',
@@ -414,6 +416,8 @@ function metaFromBegun(begun: BegunAttempt): MetaItem {
     createdAt: s.createdAt,
     parentSessionId: s.parentSessionId,
     rootSessionId: s.rootSessionId,
+    // E6: the child copies it (the version condition holds it as read).
+    compactionPolicy: s.compactionPolicy === 'agent' ? 'agent' : undefined,
     fence: begun.attempt.fence,
     generation: s.generation,
     messageCount: s.messageCount,

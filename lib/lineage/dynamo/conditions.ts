@@ -48,6 +48,13 @@ export const FENCE_COUNTER_OK =
  */
 export const TAKEOVER = '(attribute_not_exists(#attempt) OR #leaseExpiresAt < :now OR #leaseExpiresAt < :exp)';
 
+/**
+ * E6: the session lets the service's engine compact it: its policy is not `agent`. A begin for the
+ * service's engine (not forced) carries it, so the refusal costs no read: the lease is won first,
+ * and a loser never gets here (P2). `:agent`.
+ */
+export const SERVICE_ENGINE_ALLOWED = '(attribute_not_exists(#compactionPolicy) OR #compactionPolicy <> :agent)';
+
 /** The attempt is still ours under the newest fence (L6): `:aid`, `:fence`. */
 export const OUR_ATTEMPT = '#fence = :fence AND #attempt.#attemptId = :aid';
 

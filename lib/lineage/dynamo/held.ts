@@ -6,13 +6,12 @@ import type { SessionRef } from '../../session-ref.js';
 import type { BegunAttempt, HeldOutcomeRecord } from '../types.js';
 import { ATTEMPT_ATTRS } from './attempts.js';
 import { toSessionRecord, withDefaults, type StoredMeta } from './meta-row.js';
-import { sessionPk } from './keys.js';
+import { HELD_PREFIX, sessionPk } from './keys.js';
 import { isConditionFailure } from './retry.js';
 import type { Table } from './table.js';
 
 /** Outcome rows are kept this long: a lost answer is retried within it (like an Idempotency-Key, A3). */
 const OUTCOME_RETENTION_S = 24 * 3600;
-const HELD_PREFIX = 'HELD#';
 
 const OURS = '#attempt.#attemptId = :aid AND #attempt.#holder = :holder AND attribute_exists(#attempt.#held)';
 const NOT_CLAIMED = 'attribute_not_exists(#attempt.#held.#committing)';

@@ -7,6 +7,7 @@
 //   TASK#<kind>#<generation>  deferred storage work (archive, purge) the sweep finds in attemptsByExpiry
 //   TASK#parts#<write id>     chunks an append wrote ahead of its commit, removed unless the commit lands
 //   PART#<write id>#<row>#<k> those chunks (lib/lineage/dynamo/rows.ts)
+//   HELD#<attempt id>         a held attempt's outcome (E3, E4: a repeated commit replays it; held.ts)
 // Create-session idempotency records live at `T#<tenant>#IDEM#<sha256(key)>` / `IDEM`.
 import { createHash } from 'node:crypto';
 import type { SessionRef } from '../../session-ref.js';
@@ -16,6 +17,7 @@ export const META_SK = 'META';
 export const MSG_PREFIX = 'MSG#';
 export const IDEM_PREFIX = 'IDEM#';
 export const TASK_PREFIX = 'TASK#';
+export const HELD_PREFIX = 'HELD#';
 export const ATTEMPTS_INDEX = 'attemptsByExpiry';
 export const CHILDREN_INDEX = 'childrenByParent';
 export const ROTATIONS_INDEX = 'rotationsByTime';

@@ -104,6 +104,8 @@ export interface MetaItem {
   turnQueue?: TurnWaiter[];
   /** T5: 'required' refuses writes without a turn token. */
   turnPolicy?: 'required';
+  /** E6: 'agent' refuses the service engine's begin (conditions.ts SERVICE_ENGINE_ALLOWED); absent: service. Copied to a rotation's child. */
+  compactionPolicy?: 'agent';
   /**
    * Rows (heads and inline parts) of the active generation: reads size their Query's Limit by it
    * (rows.ts). Absent on records older than packed rows, whose rows hold one item each.
@@ -176,6 +178,7 @@ export function toSessionRecord(item: MetaItem): SessionRecord {
   if (item.deletedAt !== undefined) r.deletedAt = item.deletedAt;
   if (item.fence !== undefined) r.fence = item.fence;
   if (item.turnPolicy !== undefined) r.turnPolicy = item.turnPolicy;
+  if (item.compactionPolicy !== undefined) r.compactionPolicy = item.compactionPolicy;
   if (item.lastActivity !== undefined) r.lastActivity = item.lastActivity;
   if (item.attempt !== undefined) {
     const { stale: _stale, ...attempt } = item.attempt;

@@ -52,8 +52,7 @@ import {
   type TransactItem,
 } from './table.js';
 import { EXISTS, IDEMPOTENCY_CONDITION, LIVE, NO_FOREIGN_PRIORITY, NOT_DELETED, UNSEALED, versionCondition } from './conditions.js';
-import { OUR_TURN, TURNS_NOT_REQUIRED } from './conditions.js';
-import { hashToken, writeRefusal } from './turn-row.js';
+import { turnClause, turnValues, writeRefusal } from './turn-row.js';
 
 /** Version races a pop retries before giving up as retryable (each retry is one round trip). */
 const MAX_WRITE_ROUNDS = 40;
@@ -69,15 +68,6 @@ function fitsOneTransaction(table: Table, rows: { heads: unknown[]; parts: unkno
   return (
     2 + rows.heads.length + rows.parts.length <= TRANSACTION_ENTRIES && rows.bytes + (withKey ? 20_000 : 2_000) <= table.transactionBytes
   );
-}
-
-/** T3/T5: a write with a token lands only under its current turn; one without only if turns are optional. */
-function turnClause(turn: TurnCredential | undefined): string {
-  return turn ? OUR_TURN : TURNS_NOT_REQUIRED;
-}
-
-function turnValues(turn: TurnCredential | undefined): Record<string, unknown> {
-  return turn ? { ':turnId': turn.turnId, ':tokenHash': hashToken(turn.token) } : { ':required': 'required' };
 }
 
 /** An append that meets an attempt's seal polls this often until it lifts (it lasts milliseconds). */

@@ -15,6 +15,7 @@ import type {
   BegunAttempt,
   BoundedSnapshot,
   CommitInput,
+  CompactionPolicy,
   ConversationPage,
   ConversationRecord,
   CreateConversationInput,
@@ -137,6 +138,9 @@ export class DynamoLineageStore implements LineageStore {
   setTurnPolicy(ref: SessionRef, policy: TurnPolicy): Promise<void> {
     return this.turns.setPolicy(ref, policy);
   }
+  setCompactionPolicy(ref: SessionRef, policy: CompactionPolicy): Promise<void> {
+    return this.attempts.setPolicy(ref, policy);
+  }
   replaceSuffix(ref: SessionRef, input: ReplaceSuffixInput): Promise<ReplaceSuffixResult> {
     return this.transactions.replaceSuffix(ref, input);
   }
@@ -247,6 +251,10 @@ export class DynamoLineageStore implements LineageStore {
     return this.attempts.runTask(task, this.retention);
   }
 
+  /** Operators (`lease show`): the sessions holding a held attempt, of one tenant or all. */
+  listHeldAttempts(tenantId?: string): Promise<SessionRecord[]> {
+    return this.attempts.listHeld(tenantId);
+  }
   listSweepWork(now: number, limit: number): Promise<SweepPage> {
     return this.attempts.listSweepWork(now, limit);
   }

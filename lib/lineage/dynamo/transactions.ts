@@ -19,6 +19,7 @@ import { dropParts, partsTaskCheck, writeParts } from './parts.js';
 import { backoffDelay, rounds, sleep } from './retry.js';
 import { rowsGone, shrinkRow } from './row-removal.js';
 import { encodeItems, packRows, rowItems, type Encoded, type StoredItem } from './rows.js';
+import { REWROTE_BEFORE_TURN, turnClause, turnValues, writeRefusal } from './turn-row.js';
 import { conditionFailedAt, oldImageOf, oldItemOf, TRANSACTION_ENTRIES, type Key, type Table, type TransactItem } from './table.js';
 
 /** Lost version races before answering retryable (each costs a tail read and a write). */
@@ -116,16 +117,23 @@ export class Transactions {
         rows: (meta.rows ?? 0) - removals.rowsGone + rows.heads.length + (ahead.w ? 0 : rows.parts.length),
       };
       if (stale) after.attempt = { ...meta.attempt!, stale: true };
+      // T2: a turn that replaced items from before it began cannot be rolled back (they would not come back).
+      const beforeTurn = input.turn !== undefined && tail.some((it) => it.seq <= (meta!.turnFrom ?? meta!.lastSeq));
+      const turnSet = `${beforeTurn ? ', #turnGen = :noGen' : ''}`;
+      const turnAdd = input.turn ? ', #turnAppended :n' : '';
       const session = toSessionRecord(after);
       const response = input.respond(session, k, n);
       const entries: TransactItem[] = [
         this.table.metaUpdate(
           ref,
           {
-            update: `SET #lastSeq = :last${stale ? ', #attempt.#stale = :true' : ''} ADD #messageCount :delta, #tokenEstimate :tok, #rows :rows, #version :one`,
-            condition: replaceSuffixCondition(meta, stale),
+            update: `SET #lastSeq = :last${stale ? ', #attempt.#stale = :true' : ''}${turnSet} ADD #messageCount :delta, #tokenEstimate :tok, #rows :rows, #version :one${turnAdd}`,
+            condition: `${replaceSuffixCondition(meta, stale)} AND ${turnClause(input.turn)}`,
           },
           {
+            ...turnValues(input.turn),
+            ...(input.turn ? { ':n': n } : {}),
+            ...(beforeTurn ? { ':noGen': REWROTE_BEFORE_TURN } : {}),
             ':last': after.lastSeq,
             ':delta': n - k,
             ':tok': addedTokens - removedTokens,
@@ -154,6 +162,9 @@ export class Transactions {
           meta = oldImageOf(err, 0);
           if (meta) this.table.records.set(meta);
           else this.table.records.drop(pk);
+          // T3/T5: refused for its turn (or for having none): answered, not retried.
+          const refusal = meta && isLiveTip(meta) ? writeRefusal(meta, input.turn, this.table.now()) : null;
+          if (refusal) throw refusal;
         } else if (entries.slice(1, 1 + removals.entries.length).some((_, i) => conditionFailedAt(err, i + 1))) {
           meta = await this.table.getMeta(ref);
         } else throw err;

@@ -14,7 +14,7 @@ import type { StoredItem } from './rows.js';
 import { updateExpression } from './expression.js';
 import { conditionFailedAt, oldImageOf, TRANSACTION_ENTRIES, type Table, type TransactItem } from './table.js';
 import { EXISTS, LIVE, UNSEALED, turnStateCondition, versionCondition } from './conditions.js';
-import { liveTurn } from './turn-row.js';
+import { liveTurn, REWROTE_BEFORE_TURN } from './turn-row.js';
 
 const MAX_ROUNDS = 20;
 
@@ -33,9 +33,10 @@ export async function rollbackTurn(
     const now = table.now();
     const turn: StoredTurn = { ...stored, startedAt: now, expiresAt: now + (stored.expiresAt - stored.startedAt) };
     const appended = liveTurn(meta, now) ? (meta.turnAppended ?? 0) : 0;
+    const rewrote = liveTurn(meta, now) !== undefined && meta.turnGen === REWROTE_BEFORE_TURN;
     // T2: a compaction summarized some of the turn: a new generation, or a partial commit (P6) past its start.
     const summarized = meta.turnGen !== meta.generation || (meta.partialThrough ?? 0) > (meta.turnFrom ?? meta.lastSeq);
-    if (appended > 0 && summarized) throw new RollbackUnavailableError(conversationId);
+    if (rewrote || (appended > 0 && summarized)) throw new RollbackUnavailableError(conversationId);
     const from = (meta.turnFrom ?? meta.lastSeq) + 1;
     const items = appended > 0 ? (await table.queryRange(pk, meta.generation, from, meta.lastSeq)).items : [];
     const removal = removalOf(table, items);

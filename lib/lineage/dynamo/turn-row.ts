@@ -9,10 +9,24 @@
 import { createHash, randomBytes, randomUUID } from 'node:crypto';
 import { TurnNotCurrentError, TurnRequiredError, TurnTokenInvalidError } from '../turn-errors.js';
 import type { TurnCredential, TurnGrant, TurnView } from '../types.js';
+import { OUR_TURN, TURNS_NOT_REQUIRED } from './conditions.js';
 import type { MetaItem, StoredTurn } from './meta-row.js';
 
 export function hashToken(token: string): string {
   return createHash('sha256').update(token, 'utf8').digest('base64url');
+}
+
+/** `turnGen` of a turn that replaced items from before it began: nothing brings them back (T2 rollback). */
+export const REWROTE_BEFORE_TURN = -2;
+
+/** T3/T5: a write with a token lands only under its current turn; one without only if turns are optional. */
+export function turnClause(turn: TurnCredential | undefined): string {
+  return turn ? OUR_TURN : TURNS_NOT_REQUIRED;
+}
+
+/** The constants `turnClause` names. */
+export function turnValues(turn: TurnCredential | undefined): Record<string, unknown> {
+  return turn ? { ':turnId': turn.turnId, ':tokenHash': hashToken(turn.token) } : { ':required': 'required' };
 }
 
 /** A fresh turn: its id, its secret token (`<turnId>.<secret>`) and what the record keeps of it. */

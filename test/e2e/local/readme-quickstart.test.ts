@@ -1,7 +1,8 @@
 // The README's quick start is a test (issue 34). The commands come from README.md itself, not a copy:
 // the run command of its first code block launches `npm start` (as a user runs it, with its default
 // stack file, so the CLI must find it from the project), and every `sh` block under "A first
-// conversation" runs literally, in order, in one bash (its KEY carries over), against it. Only the
+// conversation" runs literally, in order, in one bash (its KEY carries over), against it, and so do
+// the ones under "Compacting with your own model", after them. Only the
 // port differs (HTTP_PORT, as the README documents; LAMBDA_PORT too, and the data folder is fresh).
 // A `# → …` line under a command is what the README says it prints: the output must contain its
 // pieces between the `…` in that order. A failing command (bash -e) or a different output fails.
@@ -28,12 +29,18 @@ function codeBlocks(markdown: string): { lang: string; body: string }[] {
   return [...markdown.matchAll(/^```(\w*)\n([\s\S]*?)^```$/gm)].map((m) => ({ lang: m[1]!, body: m[2]! }));
 }
 
-/** The quick start's shell steps: each runs up to the next `# → ` line (the output it shows). */
-function quickStartSteps(readme: string): Step[] {
-  const start = readme.indexOf(QUICK_START_HEADING);
-  if (start < 0) throw new Error(`README.md has no "${QUICK_START_HEADING}" section`);
-  const end = readme.indexOf('\n## ', start + QUICK_START_HEADING.length);
-  const section = readme.slice(start, end < 0 ? undefined : end);
+/** The held-compaction walk-through (issue 29) goes on with the quick start's conversation and KEY. */
+const OWN_MODEL_HEADING = '## Compacting with your own model';
+
+/**
+ * The README's shell steps from a heading on (every `sh` block of that section and of the sections
+ * after, which build on the quick start's KEY and conversation): each runs up to the next `# → `
+ * line (the output it shows).
+ */
+function quickStartSteps(readme: string, heading = QUICK_START_HEADING): Step[] {
+  const start = readme.indexOf(heading);
+  if (start < 0) throw new Error(`README.md has no "${heading}" section`);
+  const section = readme.slice(start);
   const steps: Step[] = [];
   for (const block of codeBlocks(section).filter((b) => b.lang === 'sh')) {
     let pending: string[] = [];
@@ -115,9 +122,17 @@ describe("the README's quick start (issue 34)", () => {
     expect(commands.some((c) => /curl .*-X PUT .*\/conversations\//.test(c))).toBe(true);
     expect(commands.some((c) => c.includes('/compress'))).toBe(true);
     expect(commands.some((c) => c.includes('/docs'))).toBe(true);
+    expect(commands.some((c) => c.includes('/turns') && c.includes('Turn-Token'))).toBe(true);
   });
 
-  it('every command runs as written, in order, and prints what the README says', async () => {
+  it('has the held-compaction walk-through: begin, heartbeat, commit (issue 29)', () => {
+    const commands = quickStartSteps(README, OWN_MODEL_HEADING).map((s) => s.command);
+    expect(commands.some((c) => /curl .*-X POST .*\/conversations\/support-42\/compactions /.test(c))).toBe(true);
+    expect(commands.some((c) => c.includes('/heartbeat'))).toBe(true);
+    expect(commands.some((c) => c.includes('/commit'))).toBe(true);
+  });
+
+  it('every command runs as written, in order, and prints what the README says (the quick start and every section after it)', async () => {
     const steps = quickStartSteps(README);
     const marker = (i: number) => `@@quickstart-step-${i}@@`;
     const script = ['set -eo pipefail', ...steps.flatMap((s, i) => [onPort(s.command), `echo; echo '${marker(i)}'`])].join('\n');

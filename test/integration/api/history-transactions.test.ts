@@ -35,8 +35,17 @@ interface Answer {
   replayed: boolean;
 }
 
-async function call(method: string, path: string, body?: unknown, query?: Record<string, string>, via: ApiDeps = deps): Promise<Answer> {
-  const res = await handleHttpRequest(gatewayEvent(key, method, path, body, query), via, { requestId: randomUUID() });
+async function call(
+  method: string,
+  path: string,
+  body?: unknown,
+  query?: Record<string, string>,
+  via: ApiDeps = deps,
+  sent: Record<string, string> = {},
+): Promise<Answer> {
+  const event = gatewayEvent(key, method, path, body, query);
+  Object.assign(event.headers, sent);
+  const res = await handleHttpRequest(event, via, { requestId: randomUUID() });
   const headers = (res.headers ?? {}) as Record<string, unknown>;
   return {
     status: res.statusCode ?? 0,
@@ -192,5 +201,38 @@ describe('X1: history transactions', () => {
     );
     expect(a.result.statusCode, a.result.body).toBe(200);
     expect(a.phases.dynamoSteps).toBe(1);
+  });
+
+  it('T3/T5/X1: over HTTP a transaction carries the Turn-Token: a superseded turn is refused (both kinds); with turns required none lands without one', async () => {
+    const path = await conversation([user('a')]);
+    const a = (await call('POST', `${path}/turns`, {})).body.turn as { turnToken: string };
+    const asA = { 'turn-token': a.turnToken };
+    expect(
+      (await call('POST', `${path}/transactions`, { operationId: randomUUID(), transaction: append([user('b')]) }, undefined, deps, asA))
+        .status,
+    ).toBe(200);
+    expect((await call('POST', `${path}/turns`, { strategy: 'interrupt' })).status).toBe(201);
+    const late = await call(
+      'POST',
+      `${path}/transactions`,
+      { operationId: randomUUID(), transaction: append([user('c')]) },
+      undefined,
+      deps,
+      asA,
+    );
+    expect([late.status, late.body.error?.code]).toEqual([409, 'turn_superseded']);
+    const lateReplace = await call(
+      'POST',
+      `${path}/transactions`,
+      { operationId: randomUUID(), transaction: replace([user('b')], [user('d')]) },
+      undefined,
+      deps,
+      asA,
+    );
+    expect([lateReplace.status, lateReplace.body.error?.code]).toEqual([409, 'turn_superseded']);
+    expect((await call('PATCH', path, { turns: 'required' })).status).toBe(200);
+    const bare = await tx(path, randomUUID(), replace([user('b')], [user('e')]));
+    expect([bare.status, bare.body.error?.code]).toEqual([409, 'turn_required']);
+    expect(await items(path)).toEqual([user('a'), user('b')]);
   });
 });

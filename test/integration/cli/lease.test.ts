@@ -2,7 +2,10 @@
 // lease taken by SessionLease itself.
 import { randomUUID } from 'node:crypto';
 import { afterAll, describe, expect, it } from 'vitest';
-import { createRedisClients, waitForRedis } from '../../../lib/aws-clients.js';
+import { createDynamoClient, createRedisClients, waitForRedis } from '../../../lib/aws-clients.js';
+import { HeldAttempts, leaseValueOf } from '../../../lib/compaction/held-attempts.js';
+import { DynamoLineageStore } from '../../../lib/lineage/dynamo/store.js';
+import { asIs } from '../../../lib/lineage/prepare.js';
 import { SessionLease } from '../../../lib/lease/session-lease.js';
 import { sessionKey } from '../../../lib/session-ref.js';
 import { cli, cliInProcess, testStackFile } from '../../support/cli.js';
@@ -10,7 +13,12 @@ import { cli, cliInProcess, testStackFile } from '../../support/cli.js';
 const urls = process.env.REDIS_URLS!.split(',');
 const redis = createRedisClients(urls);
 const lease = new SessionLease({ clients: redis });
-afterAll(() => redis.forEach((c) => c.disconnect()));
+const dynamo = createDynamoClient({ endpoint: process.env.DYNAMODB_ENDPOINT });
+const store = new DynamoLineageStore({ client: dynamo, tableName: process.env.TABLE_NAME! });
+afterAll(() => {
+  redis.forEach((c) => c.disconnect());
+  dynamo.destroy();
+});
 
 async function held(): Promise<{ ref: { tenantId: string; sessionId: string }; token: string }> {
   await waitForRedis(redis);
@@ -65,5 +73,53 @@ describe('lease', () => {
     expect(run.code, run.stderr).toBe(0);
     expect(run.stdout).toContain(`released lease:session:${ref.tenantId}/${ref.sessionId} (token ${token})`);
     for (const c of redis) expect(await c.get(lease.keyOf(sessionKey(ref)))).toBeNull();
+  });
+
+  it('E1/E8: show without an id lists the held attempts in flight (of --tenant, or all): holder digest, never the token, expiresAt, mode, session, attempt; with an id, the held attempt too', async () => {
+    await waitForRedis(redis);
+    const tenantId = `t-${randomUUID().slice(0, 8)}`;
+    const created = await store.createSession({ tenantId, conversationId: `cli-held-${randomUUID().slice(0, 8)}` });
+    if (created.replayed) throw new Error('unexpected replay');
+    const ref = { tenantId, sessionId: created.session.sessionId };
+    await store.appendItems(ref, {
+      prepare: asIs(Array.from({ length: 4 }, (_, i) => ({ role: i % 2 ? 'assistant' : 'user', content: `t${i}` }))),
+    });
+    const held = new HeldAttempts({ lease, store });
+    const begun = await held.begin(ref, { mode: 'rotate', origin: 'manual', ttlMs: 60_000 });
+    if (begun.outcome !== 'started') throw new Error(`not started: ${begun.outcome}`);
+    const { attempt } = begun;
+    try {
+      const listed = await cli(['lease', 'show', '--tenant', tenantId, '--json'], { stackFile: testStackFile() });
+      expect(listed.code, listed.stderr).toBe(0);
+      expect(listed.stdout).not.toContain(attempt.leaseToken);
+      expect(JSON.parse(listed.stdout)).toEqual({
+        heldAttempts: [
+          {
+            tenantId,
+            sessionId: ref.sessionId,
+            conversationId: created.session.conversationId,
+            attemptId: attempt.attemptId,
+            mode: 'rotate',
+            holder: leaseValueOf(attempt.leaseToken),
+            expiresAt: expect.any(String),
+            committing: false,
+          },
+        ],
+      });
+      const all = await cliInProcess(['lease', 'show']);
+      expect(all.code, all.stderr).toBe(0);
+      expect(all.stdout).toMatch(new RegExp(`${tenantId}\\s+${ref.sessionId}\\s+rotate\\s+\\S+\\s+held:\\S+\\s+${attempt.attemptId}`));
+      expect(all.stdout).not.toContain(attempt.leaseToken);
+      const one = await cliInProcess(['lease', 'show', ref.sessionId, '--tenant', tenantId]);
+      expect(one.code, one.stderr).toBe(0);
+      expect(one.stdout).toContain(`held by ${leaseValueOf(attempt.leaseToken)} on 3/3 nodes`);
+      expect(one.stdout).toContain(`held attempt (the agent's own engine, E1): rotate, expires`);
+      expect(one.stdout).toContain(attempt.attemptId);
+      expect(one.stdout).not.toContain(attempt.leaseToken);
+    } finally {
+      await held.abort(ref, attempt.attemptId, attempt.leaseToken);
+    }
+    const after = await cliInProcess(['lease', 'show', '--tenant', tenantId]);
+    expect(after.stdout).toContain(`no held attempts in flight for tenant ${tenantId}`);
   });
 });

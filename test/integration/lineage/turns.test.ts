@@ -2,7 +2,9 @@
 // is one conditional write and a write carrying a token checks it in its own transaction.
 import type { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { afterAll, describe, expect, it } from 'vitest';
-import { asIs } from '../../../lib/lineage/prepare.js';
+import { randomUUID } from 'node:crypto';
+import type { Item } from '../../../lib/items/types.js';
+import { asIs, withEstimates } from '../../../lib/lineage/prepare.js';
 import type { TurnCredential, TurnGrant, TurnStrategy } from '../../../lib/lineage/types.js';
 import type { DynamoLineageStore } from '../../../lib/lineage/dynamo/store.js';
 import type { SessionRef } from '../../../lib/session-ref.js';
@@ -31,6 +33,12 @@ const codeOf = async (p: Promise<unknown>) =>
     () => 'ok',
     (err: { code?: string; message?: string }) => err.code ?? err.message,
   );
+const replaceInput = (expectedSuffix: Item[], replacement: Item[], turn?: TurnCredential) => ({
+  prepare: (session: Parameters<typeof withEstimates>[1]) => ({ expectedSuffix, replacement: withEstimates(replacement, session) }),
+  idempotency: { key: `op-${randomUUID()}`, requestHash: 'h' },
+  respond: () => ({ status: 200, body: null }),
+  ...(turn ? { turn } : {}),
+});
 const contents = async (store: DynamoLineageStore, ref: SessionRef) =>
   (await store.readAll(ref)).map((m) => (m as { content: string }).content);
 
@@ -273,6 +281,34 @@ describe('turns in the store (T1-T6)', () => {
     await store.setTurnPolicy(ref, 'optional');
     await say(store, ref, 'optional again');
     expect(await contents(store, ref)).toEqual(['message 1', 'with token', 'optional again']);
+  });
+
+  it('T3/T5/X1: a replace_suffix carries the turn check in its own transaction: superseded refused, required needs a token', async () => {
+    const store = makeStore(client());
+    const ref = await newSession(store, msgs(1, 2));
+    const a = await store.beginTurn(ref, input('reject'));
+    await store.replaceSuffix(ref, replaceInput([msg(2)], [msg(20)], cred(a)));
+    await store.beginTurn(ref, input('interrupt'));
+    expect(await codeOf(store.replaceSuffix(ref, replaceInput([msg(20)], [msg(21)], cred(a))))).toBe('turn_superseded');
+    await store.setTurnPolicy(ref, 'required');
+    expect(await codeOf(store.replaceSuffix(ref, replaceInput([msg(20)], [msg(22)])))).toBe('turn_required');
+    expect(await contents(store, ref)).toEqual(['message 1', 'message 20']);
+  });
+
+  it("T2 rollback/X1: a turn's replace_suffix counts as its appends; one that replaced items from before it began cannot be rolled back", async () => {
+    const store = makeStore(client());
+    const ref = await newSession(store, msgs(1, 2));
+    const a = await store.beginTurn(ref, input('reject'));
+    await say(store, ref, 'a1', cred(a));
+    await store.replaceSuffix(ref, replaceInput([{ role: 'user', content: 'a1' }], [msg(30)], cred(a)));
+    await store.beginTurn(ref, input('rollback'));
+    expect(await contents(store, ref)).toEqual(['message 1', 'message 2']);
+
+    const other = await newSession(store, msgs(1, 2));
+    const b = await store.beginTurn(other, input('reject'));
+    await store.replaceSuffix(other, replaceInput([msg(2)], [], cred(b)));
+    expect(await codeOf(store.beginTurn(other, input('rollback')))).toBe('rollback_unavailable');
+    expect(await contents(store, other)).toEqual(['message 1']);
   });
 
   it('T4: a turn spanning a rotation keeps writing on the child; compaction and turns do not block each other', async () => {

@@ -12,6 +12,7 @@ from .conversation import Conversation
 from .errors import (
     AuthenticationError,
     ConflictError,
+    ConversationBusyError,
     LineageError,
     NetworkError,
     NotFoundError,
@@ -22,6 +23,7 @@ from .errors import (
 )
 from .refresher import LeaseRefresher
 from .session import LineageSession
+from .turns import Turn
 
 __version__ = "0.1.0"
 
@@ -36,6 +38,7 @@ __all__ = [
     "CompactionResult",
     "ConflictError",
     "Conversation",
+    "ConversationBusyError",
     "HeldAttempt",
     "LeaseRefresher",
     "LineageClient",
@@ -45,6 +48,7 @@ __all__ = [
     "NotFoundError",
     "OutcomeUnknownError",
     "RateLimitedError",
+    "Turn",
     "UnavailableError",
     "ValidationError",
     "new_idempotency_key",

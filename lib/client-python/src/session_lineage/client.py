@@ -21,6 +21,7 @@ JSON = dict[str, Any]
 Item = dict[str, Any]
 Mode = Literal["in_place", "rotate"]
 Origin = Literal["turn", "review", "manual"]
+TurnStrategy = Literal["reject", "enqueue", "interrupt", "rollback"]
 
 #: The latest-N read takes at most this many (the document's maximum).
 MAX_TAIL = 1000
@@ -115,10 +116,10 @@ class LineageClient:
         data = raw if raw is not None else (None if body is None else encode_json(body, "the request"))
         return self._t.request(method, path, safety=safety, query=query, body=data, headers=headers)
 
-    def _keyed(self, key: str, method: str, path: str, body: Any) -> Response:
+    def _keyed(self, key: str, method: str, path: str, body: Any, turn_token: str | None = None) -> Response:
         raw = encode_json(body, "the request")
         try:
-            return self._call(method, path, "repeatable", raw=raw, headers={"idempotency-key": key})
+            return self._call(method, path, "repeatable", raw=raw, headers={"idempotency-key": key, **_turn(turn_token)})
         except LineageError as e:
             e.idempotency_key = key
             raise
@@ -209,9 +210,10 @@ class LineageClient:
         source: str | None = None,
         metadata: JSON | None = None,
         compaction: Literal["service", "agent"] | None = None,
+        turns: Literal["optional", "required"] | None = None,
     ) -> tuple[JSON, bool]:
         """PUT /conversations/{id}: ``(conversation, created)``. Safe to repeat."""
-        body = _present(format=format, source=source, metadata=metadata, compaction=compaction)
+        body = _present(format=format, source=source, metadata=metadata, compaction=compaction, turns=turns)
         r = self._call("PUT", f"/conversations/{_q(conversation_id)}", "repeatable", body=body)
         return _obj(r.body["conversation"]), r.status == 201
 
@@ -223,10 +225,15 @@ class LineageClient:
         return _obj(self._call("GET", "/conversations", "repeatable", query={"limit": limit, "cursor": cursor}).body)
 
     def update_conversation(
-        self, conversation_id: str, *, metadata: JSON | None = None, compaction: Literal["service", "agent"] | None = None
+        self,
+        conversation_id: str,
+        *,
+        metadata: JSON | None = None,
+        compaction: Literal["service", "agent"] | None = None,
+        turns: Literal["optional", "required"] | None = None,
     ) -> JSON:
-        """PATCH /conversations/{id}: replaces its metadata (and, once the service has it, its compaction policy)."""
-        body = _present(metadata=metadata, compaction=compaction)
+        """PATCH /conversations/{id}: replaces its metadata; sets its compaction policy or its turn policy (SPEC T5)."""
+        body = _present(metadata=metadata, compaction=compaction, turns=turns)
         return _obj(self._call("PATCH", f"/conversations/{_q(conversation_id)}", "repeatable", body=body).body["conversation"])
 
     def delete_conversation(self, conversation_id: str) -> None:
@@ -234,10 +241,17 @@ class LineageClient:
         self._delete_tolerant(f"/conversations/{_q(conversation_id)}")
 
     def append_to_conversation(
-        self, conversation_id: str, items: Sequence[Item], *, idempotency_key: str | None = None, expected_count: int | None = None
+        self,
+        conversation_id: str,
+        items: Sequence[Item],
+        *,
+        idempotency_key: str | None = None,
+        expected_count: int | None = None,
+        turn_token: str | None = None,
     ) -> AppendResult:
-        """POST /conversations/{id}/messages: on the live session, at most once across retries and rotations."""
-        return self._append(f"/conversations/{_q(conversation_id)}/messages", items, idempotency_key, expected_count)
+        """POST /conversations/{id}/messages: on the live session, at most once across retries and rotations.
+        With ``turn_token`` it lands only while that turn is the conversation's current one (SPEC T3)."""
+        return self._append(f"/conversations/{_q(conversation_id)}/messages", items, idempotency_key, expected_count, turn_token)
 
     def list_conversation_messages(
         self, conversation_id: str, *, limit: int | None = None, cursor: str | None = None, tail: int | None = None
@@ -249,19 +263,47 @@ class LineageClient:
         """Every item of the live session and the session as read with the last page."""
         return self._read_all(lambda c: self.list_conversation_messages(conversation_id, limit=page_size, cursor=c))
 
-    def pop_conversation(self, conversation_id: str) -> JSON:
-        return _obj(self._call("DELETE", f"/conversations/{_q(conversation_id)}/messages/last", "once").body)
+    def pop_conversation(self, conversation_id: str, *, turn_token: str | None = None) -> JSON:
+        path = f"/conversations/{_q(conversation_id)}/messages/last"
+        return _obj(self._call("DELETE", path, "once", headers=_turn(turn_token)).body)
 
     def conversation_lineage(self, conversation_id: str) -> JSON:
         return _obj(self._call("GET", f"/conversations/{_q(conversation_id)}/lineage", "repeatable").body)
 
-    def apply_transaction(self, conversation_id: str, operation_id: str, transaction: JSON) -> JSON:
+    def apply_transaction(self, conversation_id: str, operation_id: str, transaction: JSON, *, turn_token: str | None = None) -> JSON:
         """POST /conversations/{id}/transactions (SPEC X1): the Agents SDK's history transaction, atomic and
         idempotent by ``operation_id`` (scoped to the conversation), so a retry resends it safely: the same id with
         the same transaction replays, with another one it is 422 ``idempotency_key_reused``; a ``replace_suffix``
         whose expected suffix is not the live tail is 409 ``suffix_mismatch`` and changes nothing."""
         body = {"operationId": operation_id, "transaction": transaction}
-        return _obj(self._call("POST", f"/conversations/{_q(conversation_id)}/transactions", "repeatable", body=body).body)
+        path = f"/conversations/{_q(conversation_id)}/transactions"
+        return _obj(self._call("POST", path, "repeatable", body=body, headers=_turn(turn_token)).body)
+
+    # --- turns (SPEC T1-T6) ---------------------------------------------------------------------
+
+    def begin_turn(
+        self, conversation_id: str, *, strategy: TurnStrategy = "reject", ttl_s: float | None = None, wait_s: float | None = None
+    ) -> JSON:
+        """POST /conversations/{id}/turns: ``{turnId, turnToken, fence, startedAt, expiresAt}``, or
+        ``ConversationBusyError``. Not repeated after a lost answer (a second begin would meet the first)."""
+        body = _present(strategy=strategy, ttlMs=_ms(ttl_s), waitMs=_ms(wait_s))
+        return _obj(self._call("POST", f"/conversations/{_q(conversation_id)}/turns", "once", body=body).body["turn"])
+
+    def heartbeat_turn(self, conversation_id: str, turn: JSON, *, ttl_s: float | None = None) -> JSON:
+        """Extends the turn to now + ttl; ``ConflictError`` ``turn_superseded``/``turn_ended``/``turn_expired`` when it is not current."""
+        path = f"/conversations/{_q(conversation_id)}/turns/{_q(str(turn['turnId']))}/heartbeat"
+        r = self._call("POST", path, "repeatable", body=_present(ttlMs=_ms(ttl_s)), headers=_turn(str(turn["turnToken"])))
+        return _obj(r.body["turn"])
+
+    def end_turn(self, conversation_id: str, turn: JSON) -> None:
+        """Ends the turn (again: a no-op)."""
+        path = f"/conversations/{_q(conversation_id)}/turns/{_q(str(turn['turnId']))}"
+        self._call("DELETE", path, "repeatable", headers=_turn(str(turn["turnToken"])))
+
+    def current_turn(self, conversation_id: str) -> JSON | None:
+        """``{turnId, startedAt, expiresAt}`` of the current turn (never its token), or None."""
+        t = self._call("GET", f"/conversations/{_q(conversation_id)}/turns/current", "repeatable").body.get("turn")
+        return t if isinstance(t, dict) else None
 
     def apply_session_transaction(self, session_id: str, operation_id: str, transaction: JSON) -> JSON:
         """POST /sessions/{id}/transactions: the same on one session (the operation id scoped to it)."""
@@ -316,12 +358,14 @@ class LineageClient:
 
     # --- shared ---------------------------------------------------------------------------------
 
-    def _append(self, path: str, items: Sequence[Item], key: str | None, expected_count: int | None) -> AppendResult:
+    def _append(
+        self, path: str, items: Sequence[Item], key: str | None, expected_count: int | None, turn_token: str | None = None
+    ) -> AppendResult:
         key = key or new_idempotency_key()
         body: JSON = {"messages": list(items)}
         if expected_count is not None:
             body["expectedCount"] = expected_count
-        r = self._keyed(key, "POST", path, body)
+        r = self._keyed(key, "POST", path, body, turn_token)
         session = _obj(r.body["session"])
         return AppendResult(
             session_id=str(session["sessionId"]),
@@ -415,6 +459,14 @@ def _pages(page: Callable[[str | None], JSON], first: str | None) -> Iterator[JS
 
 def _lease(attempt: HeldAttempt) -> dict[str, str]:
     return {"lease-token": attempt.lease_token}
+
+
+def _turn(token: str | None) -> dict[str, str]:
+    return {} if token is None else {"turn-token": token}
+
+
+def _ms(seconds: float | None) -> int | None:
+    return None if seconds is None else int(round(seconds * 1000))
 
 
 def _present(**fields: Any) -> JSON:

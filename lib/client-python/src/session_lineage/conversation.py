@@ -5,8 +5,9 @@ from __future__ import annotations
 import threading
 from typing import TYPE_CHECKING, Any, Callable, Literal, Sequence
 
-from .client import JSON, MAX_TAIL, AppendResult, Item, Mode, Origin
+from .client import JSON, MAX_TAIL, AppendResult, Item, Mode, Origin, TurnStrategy
 from .compaction import CompactionAttempt, CompactionResult, Engine, compact_with
+from .turns import Turn
 
 if TYPE_CHECKING:
     from .client import LineageClient
@@ -39,6 +40,8 @@ class Conversation:
         self._lock = threading.Lock()
         #: True when this object's PUT created the conversation.
         self.created = False
+        #: The token of the turn held by ``with self.turn()``: this object's writes carry it (SPEC T3).
+        self._turn_token: str | None = None
 
     def ensure(self) -> str:
         """Makes sure the conversation exists (one PUT, on first use) and returns its id."""
@@ -53,7 +56,9 @@ class Conversation:
 
     def append(self, items: Sequence[Item], *, idempotency_key: str | None = None, expected_count: int | None = None) -> AppendResult:
         """Atomic and applied at most once, on the live session whatever rotations happen meanwhile (K2, A3)."""
-        return self.client.append_to_conversation(self.ensure(), items, idempotency_key=idempotency_key, expected_count=expected_count)
+        return self.client.append_to_conversation(
+            self.ensure(), items, idempotency_key=idempotency_key, expected_count=expected_count, turn_token=self._turn_token
+        )
 
     def items(self, limit: int | None = None) -> list[Item]:
         """Every item of the live session in order; with ``limit``, at most the first ``limit`` of them."""
@@ -81,13 +86,26 @@ class Conversation:
 
     def pop(self) -> Item | None:
         """Removes and returns the last item (None when empty). Retried only when the service says nothing was applied."""
-        removed: Any = self.client.pop_conversation(self.ensure()).get("removed")
+        removed: Any = self.client.pop_conversation(self.ensure(), turn_token=self._turn_token).get("removed")
         return removed if isinstance(removed, dict) else None
 
     def transaction(self, operation_id: str, transaction: JSON) -> JSON:
         """The Agents SDK's history transaction (SPEC X1: ``append_items`` or ``replace_suffix``), atomic and
         idempotent by ``operation_id``: a retry in another process finds the first try."""
-        return self.client.apply_transaction(self.ensure(), operation_id, transaction)
+        return self.client.apply_transaction(self.ensure(), operation_id, transaction, turn_token=self._turn_token)
+
+    def turn(
+        self,
+        strategy: TurnStrategy = "reject",
+        *,
+        ttl_s: float | None = None,
+        wait_s: float | None = None,
+        refresher_wait: Callable[[float], bool] | None = None,
+    ) -> Turn:
+        """``with conversation.turn(strategy) as turn:`` holds the conversation for one writer (SPEC T1-T6):
+        begun on entry (``ConversationBusyError`` when busy), heartbeated while the block runs, ended on exit;
+        this object's writes inside the block carry the turn's token."""
+        return Turn(self, strategy=strategy, ttl_s=ttl_s, wait_s=wait_s, refresher_wait=refresher_wait)
 
     def compress(self, mode: Mode = "in_place", origin: Origin = "manual", keep_last: int | None = None) -> JSON:
         """The service's own engine compacts the live session (POST …/compress)."""

@@ -60,7 +60,8 @@ class AuthenticationError(LineageError):
 
 class ConflictError(LineageError):
     """409: ``session_ended`` (continue on ``live_session_id``), ``count_mismatch`` (``message_count`` is the
-    live count), ``cursor_stale``, ``format_mismatch``, ``lease_lost``, ``committed``, ``commit_in_progress``, ``conflict``..."""
+    live count), ``cursor_stale``, ``format_mismatch``, ``lease_lost``, ``committed``, ``commit_in_progress``, ``turn_superseded``, ``turn_ended``,
+    ``turn_expired``, ``turn_required``, ``rollback_unavailable``, ``conflict``..."""
 
     @property
     def live_session_id(self) -> str | None:
@@ -71,6 +72,20 @@ class ConflictError(LineageError):
     def message_count(self) -> int | None:
         n = _field(self.body, "messageCount", int)
         return n if not isinstance(n, bool) else None
+
+
+class ConversationBusyError(ConflictError):
+    """409 ``conversation_busy`` (SPEC T1, T2): another turn holds the conversation. ``active_turn`` is
+    ``{turnId, startedAt, expiresAt}`` (never its token); retry after ``retry_after_s``."""
+
+    def __init__(self, message: str, *, retry_after_s: float | None = None, **kw: Any) -> None:
+        super().__init__(message, **kw)
+        self.retry_after_s = retry_after_s
+
+    @property
+    def active_turn(self) -> dict[str, Any] | None:
+        v = _field(self.body, "activeTurn", dict)
+        return v if isinstance(v, dict) else None
 
 
 class ValidationError(LineageError):
@@ -157,6 +172,8 @@ def error_from_response(status: int, body: Any, headers: Mapping[str, str]) -> L
         return NotFoundError(message, **kw)
     if status in (401, 403):
         return AuthenticationError(message, **kw)
+    if status == 409 and code == "conversation_busy":
+        return ConversationBusyError(message, retry_after_s=retry_after, **kw)
     if status == 409:
         return ConflictError(message, **kw)
     if status in (400, 413, 415, 422):
