@@ -1,5 +1,6 @@
 // Renders bench results as a plain-text table and as bench/README.md (with the last chaos counts).
 import type { JsonBodyBenchResult } from './json-body-bench.js';
+import type { LongSessionBench } from './long-session-bench.js';
 import type { AppendRow, ReadRow, StorageRow } from './storage-bench.js';
 import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import type { BundleRow } from './bundle-bench.js';
@@ -32,6 +33,8 @@ export interface BenchResults {
   loser?: Comparison;
   /** Issue 35 item 5: tenant B's p50 while tenant A floods 1 MB appends, over B's p50 alone (byte budget on and off). */
   tenants?: TenantBenchRow[];
+  /** Issue 35 (P6): the first in-place compress of a 60,000-item session beside a 6,000-item one. */
+  longSessions?: LongSessionBench;
   /** Issue 22 #6: CPU to refuse a 1 MB body of 330,000 numbers, beside a bare JSON.parse of it. */
   jsonBody?: JsonBodyBenchResult;
   /** The client's minified bundle (lib/client, without the Agents SDK). */
@@ -236,6 +239,24 @@ export function sections(r: BenchResults): string[] {
             `${t.floodMbPerSecond} MB/s`,
           ]),
         ),
+    );
+  }
+  if (r.longSessions) {
+    const l = r.longSessions;
+    out.push(
+      `### Long sessions (SPEC P6): the first in-place compress, 60,000 vs 6,000 items of 3.5 KB, side by side in one run\n\n` +
+        table(
+          ['items', 'MB', 'built in', 'first compress', 'outcome', 'items summarized'],
+          l.rows.map((x) => [
+            x.items,
+            x.megabytes,
+            `${x.buildSeconds} s`,
+            ms(x.firstCompressMs),
+            `${x.outcome}${x.partial ? ' (partial)' : ''}`,
+            x.replaced,
+          ]),
+        ) +
+        `\n\nRatio of the two: ${l.ratio}x (goal ≤ 3x; before P6, 8.1x: 17.7 s vs 2.2 s).`,
     );
   }
   if (r.jsonBody) {

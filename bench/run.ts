@@ -15,6 +15,7 @@ import { benchCommit } from './commit-bench.js';
 import { benchContention, benchLoser } from './contention-bench.js';
 import { goalsOf } from './goals.js';
 import { benchJsonBody } from './json-body-bench.js';
+import { benchLongSessions } from './long-session-bench.js';
 import { benchLease } from './lease-bench.js';
 import { benchQuorumLoss } from './quorum-bench.js';
 import { writeReadme, summaryTable, type BenchResults } from './report.js';
@@ -105,6 +106,10 @@ try {
   if (want('tenants')) {
     step('tenant isolation under 1 MB floods (issue 35 item 5)');
     results.tenants = await benchTenants(stack, n(20));
+  }
+  if (want('long-session')) {
+    step('first in-place compress, 60,000 vs 6,000 items (P6)');
+    results.longSessions = await benchLongSessions(coord);
   }
   if (want('json-body')) {
     step('json body');

@@ -163,6 +163,7 @@ export function compaction(rt: Runtime): Promise<(req: CompactRequest) => Promis
       store,
       engine: engineFromConfig(await resolveEngine(config, rt.secrets())),
       leaseTtlMs: config.leaseTtlMs,
+      attemptBudget: config.compactionAttemptBudget,
       logger: rt.logger,
       ...followUps,
     };
@@ -192,7 +193,14 @@ export function httpDeps(rt: Runtime): Promise<ApiDeps> {
     ]);
     return {
       store,
-      held: new HeldAttempts({ lease, store, logger: rt.logger, leaseTtlMs: config.leaseTtlMs, ...followUps }),
+      held: new HeldAttempts({
+        lease,
+        store,
+        logger: rt.logger,
+        leaseTtlMs: config.leaseTtlMs,
+        attemptBudget: config.compactionAttemptBudget,
+        ...followUps,
+      }),
       // P2: a warm container answers most requests without an API-key read (revocation delay: the TTL).
       apiKeys: new CachedApiKeyResolver(new ApiKeyStore({ client: dynamo, tableName: config.tableName }), {
         ttlMs: config.apiKeyCacheTtlSeconds * 1000,

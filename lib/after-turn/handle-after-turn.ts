@@ -2,6 +2,7 @@
 // session record: its running token estimate, kept by every append, against the threshold),
 // and if so, compact; map the attempt's outcome to "done" (a result) or "try again" (a throw).
 import type { Metrics } from '@aws-lambda-powertools/metrics';
+import { DEFAULT_COMMIT_SAFETY_MARGIN_MS } from '../compaction/compact-session.js';
 import type { CompactionMode, CompactionOutcome, CompactRequest, DisabledReason } from '../compaction/types.js';
 import { SessionNotFoundError } from '../lineage/errors.js';
 import type { LineageStore, SessionRecord } from '../lineage/types.js';
@@ -61,16 +62,27 @@ export async function checkDue(deps: AfterTurnDeps, event: AfterTurnEvent): Prom
 
 export async function compactDue(deps: AfterTurnDeps, input: AfterTurnInput, session: SessionRecord): Promise<AfterTurnResult> {
   const { event } = input;
-  const outcome = await deps.compact({
+  const request: CompactRequest = {
     ref: { tenantId: event.tenantId, sessionId: event.sessionId },
     mode: deps.mode,
     origin: event.origin,
     holder: input.holder,
     ...(event.correlationId ? { correlationId: event.correlationId } : {}),
     ...(input.remainingTimeMs ? { remainingTimeMs: input.remainingTimeMs } : {}),
-  });
+  };
+  let outcome = await deps.compact(request);
+  // P6: a long session is compacted one bounded part per attempt; go on until it is under the
+  // threshold. Out of time first: the redelivery goes on from where this one stopped.
+  while (outcome.outcome === 'compressed' && outcome.partial && (outcome.remainingTokens ?? 0) > deps.thresholdTokens) {
+    if (input.remainingTimeMs && input.remainingTimeMs() < ATTEMPT_RESERVE_MS)
+      throw new AfterTurnRetryableError('partial', 'compaction is part of the way through a long session; the redelivery goes on');
+    outcome = await deps.compact(request);
+  }
   return resultOf(outcome, session.tokenEstimate);
 }
+
+/** Invocation time a further bounded attempt needs at least: twice the commit margin (C9). */
+const ATTEMPT_RESERVE_MS = 2 * DEFAULT_COMMIT_SAFETY_MARGIN_MS;
 
 function resultOf(o: CompactionOutcome, tokens: number): AfterTurnResult {
   switch (o.outcome) {

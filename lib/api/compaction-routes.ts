@@ -33,7 +33,10 @@ function beginResult(a: BeginAnswer): RouteResult {
   if (a.outcome === 'skipped' && a.reason === 'lease_unavailable') throw leaseUnavailable();
   if (a.outcome !== 'started') return { status: 200, body: a };
   const { items, truncated } = leadingWithin(a.messages, MAX_PAGE_BYTES);
-  return { status: 201, body: { outcome: 'started', attempt: a.attempt, messages: items, truncated } };
+  return {
+    status: 201,
+    body: { outcome: 'started', attempt: a.attempt, messages: items, truncated, ...(a.attempt.partial ? { partial: true } : {}) },
+  };
 }
 
 async function beginOn(ctx: RouteContext, ref: SessionRef): Promise<BeginAnswer> {

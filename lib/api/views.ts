@@ -126,7 +126,16 @@ export function outcomeView(o: CompactionOutcome): Record<string, unknown> {
   switch (o.outcome) {
     case 'compressed': {
       const { items, truncated } = leadingWithin(o.items, MAX_PAGE_BYTES);
-      return { ...base, mode: o.mode, previousSessionId: o.previousSessionId, messages: items, truncated };
+      // P6: a partial attempt answers the summary of the part it replaced; the items after it were left as they are.
+      const partial = o.partial ? { partial: true, replaced: o.replaced, remainingTokens: o.remainingTokens } : {};
+      return {
+        ...base,
+        mode: o.mode,
+        previousSessionId: o.previousSessionId,
+        messages: items,
+        truncated: truncated || o.partial === true,
+        ...partial,
+      };
     }
     case 'skipped':
       return { ...base, reason: o.reason, ...(o.holder !== undefined ? { holder: o.holder } : {}) };

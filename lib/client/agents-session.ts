@@ -324,10 +324,17 @@ export class LineageSession
     const keepLast = opts.keepLast ?? policy.keepLast;
     const req = { mode: opts.mode ?? policy.mode ?? 'in_place', origin: opts.origin ?? 'manual' } as const;
     // The engine sees the items as stored (JSON: binary as {$bytes}), so what it keeps goes back as it was.
-    const response = engine
-      ? await this.#client.compactWith(id, engine, req)
-      : await this.#client.compressConversation(id, { ...req, ...(keepLast !== undefined ? { keepLast } : {}) });
+    const once = () =>
+      engine
+        ? this.#client.compactWith(id, engine, req)
+        : this.#client.compressConversation(id, { ...req, ...(keepLast !== undefined ? { keepLast } : {}) });
+    let response = await once();
     this.#opts.onEvent?.({ type: 'compacted', response });
+    // SPEC P6: a long session is compacted one bounded part per request (`partial`); go on until it is done.
+    while (response.outcome === 'compressed' && response.partial === true) {
+      response = await once();
+      this.#opts.onEvent?.({ type: 'compacted', response });
+    }
     this.#moveTo(response.sessionId, 'compaction');
     return response;
   }

@@ -700,8 +700,14 @@ export interface components {
             holder?: string | null;
             /** @description compressed only: the live transcript, its leading items when the whole would pass 4.5 MB of JSON (then truncated is true) */
             messages?: components["schemas"]["Item"][];
-            /** @description compressed only: messages holds only the leading items that fit in one response; read the whole transcript with GET /sessions/{id}/messages */
+            /** @description compressed only: messages holds only the leading items that fit in one response (always after a partial attempt); read the whole transcript with GET /sessions/{id}/messages */
             truncated?: boolean;
+            /** @description compressed only (SPEC P6): the session was longer than one attempt's bound, so only its oldest part was summarized, in place whatever the mode; the items after it are unchanged. messages holds the summary; compress again until the session is small */
+            partial?: boolean;
+            /** @description partial only: how many items the summarized part held */
+            replaced?: number;
+            /** @description partial only: the session's token estimate after this attempt */
+            remainingTokens?: number;
             warnings: string[];
         };
         ErrorBody: {
@@ -801,6 +807,8 @@ export interface components {
             fence: number;
             /** @description The snapshot holds the live items with seq <= throughSeq; the commit replaces exactly them */
             throughSeq: number;
+            /** @description SPEC P6: the session is longer than one attempt's bound; the snapshot is its oldest part and the items after throughSeq stay as they are */
+            partial?: boolean;
             ttlMs: number;
             heartbeatIntervalMs: number;
             /** Format: date-time */
@@ -823,6 +831,8 @@ export interface components {
             messages?: components["schemas"]["Item"][];
             /** @description The snapshot passed the response budget and was cut; page the rest with GET …/messages */
             truncated?: boolean;
+            /** @description SPEC P6: the snapshot is the session's oldest bounded part (attempt.partial); the commit replaces exactly it */
+            partial?: boolean;
         };
         CommitCompactionRequest: {
             /** @description The replacement for items 1..throughSeq, validated like an append */

@@ -8,7 +8,7 @@
 // read sent beside it when the container knows the session's record (else right after it); the
 // L6 ownership check (a token-checked extend) from the fence on, beside what is left of the read;
 // the commit transaction, which also marks "completed"; one Redis round to release.
-import { DEFAULT_LEASE_TTL_MS } from '../config.js';
+import { DEFAULT_ATTEMPT_MAX_BYTES, DEFAULT_ATTEMPT_MAX_TOKENS, DEFAULT_LEASE_TTL_MS } from '../config.js';
 import { errorFields } from '../errors.js';
 import { adapterFor } from '../items/adapters.js';
 import type { Item } from '../items/types.js';
@@ -16,6 +16,7 @@ import { LeaseRefresher } from '../lease/index.js';
 import type { BegunAttempt } from '../lineage/types.js';
 import { silentLogger } from '../logger.js';
 import { errorText } from './attempt-scope.js';
+import { snapshotBound } from './bounded-part.js';
 import { CommitFence } from './commit-fence.js';
 import { optionsFor } from './engine-options.js';
 import { ActivityHeartbeat } from './heartbeat.js';
@@ -24,6 +25,8 @@ import { type CompactionDeps, type CompactionOutcome, type CompactRequest, type 
 
 export { DEFAULT_LEASE_TTL_MS };
 export const DEFAULT_COMMIT_SAFETY_MARGIN_MS = 5_000;
+/** A step of the attempt that the invocation's deadline overtook (P6). */
+const LATE: unique symbol = Symbol('late');
 
 /**
  * Runs one attempt. Returns an outcome for every rule-defined ending; throws only for errors
@@ -89,6 +92,25 @@ export async function compactSession(
   if (req.origin === 'review') return asOutcome(await reviewEnding(store, ref));
 
   const phase = { lease: leaseApi, store, log };
+  const bound = snapshotBound(deps.attemptBudget ?? { maxBytes: DEFAULT_ATTEMPT_MAX_BYTES, maxTokens: DEFAULT_ATTEMPT_MAX_TOKENS });
+  /** P6: resolves LATE once the invocation's time is down to the commit margin (never without remainingTimeMs). */
+  const beforeDeadline = <T>(work: Promise<T>): Promise<T | typeof LATE> => {
+    const remaining = req.remainingTimeMs;
+    // A deadline already behind (less than the margin left at the start) is C9's to enforce at the commit.
+    if (!remaining || remaining() - marginMs <= 0) return work;
+    let timer: NodeJS.Timeout | undefined;
+    const deadline = new Promise<typeof LATE>((resolve) => {
+      timer = setTimeout(() => resolve(LATE), Math.max(0, remaining() - marginMs));
+    });
+    // A step left behind must not surface as an unhandled rejection; its result is never used.
+    work.catch(() => undefined);
+    return Promise.race([work, deadline]).finally(() => clearTimeout(timer));
+  };
+  const late = async (input: readonly Item[]): Promise<CompactionOutcome> => {
+    fence.tryCancel();
+    warn(`not committed: the invocation's time ran down to the ${marginMs} ms safety margin before the summary was ready`);
+    return cancelled(input);
+  };
   const won = await acquireLease(phase, ref, { ttlMs, holder: req.holder });
   if (isEnding(won)) return asOutcome(won);
   const { scope, lease } = won;
@@ -103,9 +125,12 @@ export async function compactSession(
 
   async function underLease(): Promise<CompactionOutcome> {
     // E6: the service's engine, so the begin checks the session's policy unless the caller forced it.
-    const opened = await beginUnderLease(phase, scope, ref, { ttlMs, serviceEngine: req.force !== true });
+    // P6: the begin, the bounded read and the engine all end by the commit margin; a step still
+    // running then is left behind and the attempt answers `cancelled` (C9), never a deadline 503.
+    const opened = await beforeDeadline(beginUnderLease(phase, scope, ref, { ttlMs, bound, serviceEngine: req.force !== true }));
+    if (opened === LATE) return late([]);
     if (isEnding(opened)) return asOutcome(opened);
-    const { begun, snapshot: input, ownership } = opened;
+    const { begun, snapshot: input, ownership, part } = opened;
     if (input.length === 0) return noop('nothing_to_compact', []);
 
     // The ownership check was the refresher's first refresh (L5 "once immediately"): no second round.
@@ -120,14 +145,16 @@ export async function compactSession(
     const adapter = adapterFor(format);
     const remaining = req.remainingTimeMs;
     const options = optionsFor(engine, {
-      keepLast: req.keepLast,
+      // P6: on a partial attempt everything after the part is kept verbatim already.
+      keepLast: part ? 0 : req.keepLast,
       targetTokens: req.targetTokens,
       focus: req.focus,
       signal: AbortSignal.any([scope.leaseSignal, fence.signal]),
       deadline: remaining ? now() + remaining() - marginMs : undefined,
     });
     // The engine gets its own copy, so an engine that edits in place cannot fake "unchanged".
-    const result = await engine.compress({ format, items: structuredClone(input) }, options);
+    const result = await beforeDeadline(engine.compress({ format, items: structuredClone(input) }, options));
+    if (result === LATE) return late(input);
     if (!result || !Array.isArray(result.items)) throw new TypeError(`engine ${engine.name} returned no items array`);
     for (const w of result.warnings ?? []) warn(w);
 
@@ -140,6 +167,13 @@ export async function compactSession(
     // C7, C8 (phases/replacement.ts).
     const checked = await checkReplacement(input, result.items, adapter);
     if (isEnding(checked)) return asOutcome(checked, input);
+    // P6: a partial summary takes the part's own sequence numbers, so it cannot hold more items than the part.
+    if (part && checked.anchored.length > part.through - part.firstSeq + 1) {
+      warn(
+        `engine ${engine.name} returned more items than the ${part.through - part.firstSeq + 1}-item part it summarized; nothing was written`,
+      );
+      return noop('grown', input);
+    }
 
     // C9: Lambda cancels itself before commit when too little invocation time is left.
     if (remaining) {
@@ -152,12 +186,23 @@ export async function compactSession(
     if (!fence.enterCommit()) return cancelled(input);
     try {
       const started = now();
-      const committed = await commitReplacement(store, scope, ref, begun, req.mode, checked.anchored, adapter);
+      const committed = await commitReplacement(
+        store,
+        scope,
+        ref,
+        begun,
+        req.mode,
+        checked.anchored,
+        adapter,
+        undefined,
+        part ? { through: part.through } : undefined,
+      );
       if (isEnding(committed)) return asOutcome(committed);
-      const { deferred, generation, ...rest } = committed;
+      const { deferred, generation, partial, ...rest } = committed;
       return {
         outcome: 'compressed',
         ...rest,
+        ...(partial ? { partial: true as const, replaced: partial.replaced, remainingTokens: partial.remainingTokens } : {}),
         warnings,
         ...(deferred ? { deferred } : {}),
         ...(generation !== undefined ? { generation } : {}),

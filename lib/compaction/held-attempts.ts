@@ -8,16 +8,17 @@
 // the Redis value and the recorded holder (E8), so every token check is the lease's own L3 check
 // or the store's condition on the holder, and neither the loser's answer nor the record shows it.
 import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
-import { DEFAULT_LEASE_TTL_MS } from '../config.js';
+import { DEFAULT_ATTEMPT_MAX_BYTES, DEFAULT_ATTEMPT_MAX_TOKENS, DEFAULT_LEASE_TTL_MS } from '../config.js';
 import { errorFields, ServiceError, type ErrorCode } from '../errors.js';
 import { LEASE_UNAVAILABLE_MESSAGE } from '../lease/errors.js';
 import { adapterFor } from '../items/adapters.js';
 import type { Item } from '../items/types.js';
 import { defaultRefreshInterval, type Lease, type LeaseApi } from '../lease/index.js';
-import type { HeldOutcomeRecord, LineageStore } from '../lineage/types.js';
+import type { AttemptBudget, HeldOutcomeRecord, LineageStore } from '../lineage/types.js';
 import { silentLogger, type Logger } from '../logger.js';
 import { sessionKey, type SessionRef } from '../session-ref.js';
 import { AttemptScope } from './attempt-scope.js';
+import { snapshotBound } from './bounded-part.js';
 import { announceCommit, committedOf, countAttempt, counted, type CompactionFollowUps } from './follow-ups.js';
 import { decodeAttemptId, encodeAttemptId, type AttemptKey } from './held-attempt-id.js';
 import {
@@ -44,6 +45,8 @@ export interface HeldAttemptDeps extends CompactionFollowUps {
   logger?: Logger;
   /** Default lease TTL of a begin that names none. */
   leaseTtlMs?: number;
+  /** P6: the most a begin hands the agent (the oldest part of a longer session); default lib/config.ts. */
+  attemptBudget?: AttemptBudget;
   /** E2 throttle of the "in progress" mark (tests shorten it). */
   markEveryMs?: number;
   now?: () => number;
@@ -58,6 +61,8 @@ export interface AttemptView {
   mode: CompactionMode;
   fence: number;
   throughSeq: number;
+  /** P6: the snapshot is the session's oldest part (through throughSeq); the commit replaces exactly it. */
+  partial?: true;
   ttlMs: number;
   heartbeatIntervalMs: number;
   expiresAt?: string;
@@ -159,9 +164,14 @@ export class HeldAttempts {
     let keep = false;
     try {
       const at = this.#now();
-      const opened = await beginUnderLease(this.phase, scope, ref, { ttlMs, held: { mode: req.mode, ttlMs, markedAt: at } });
+      const bound = snapshotBound(
+        this.deps.attemptBudget ?? { maxBytes: DEFAULT_ATTEMPT_MAX_BYTES, maxTokens: DEFAULT_ATTEMPT_MAX_TOKENS },
+      );
+      const opened = await beginUnderLease(this.phase, scope, ref, { ttlMs, held: { mode: req.mode, ttlMs, markedAt: at }, bound });
       if (isEnding(opened)) return endingAnswer(opened, ref.sessionId) as BeginAnswer;
-      const { begun, snapshot, ownership } = opened;
+      const { begun, snapshot, ownership, part } = opened;
+      // P6: a partial snapshot ends at the part's last seq; the id carries it, so the commit replaces exactly that part.
+      const through = part ? part.through : begun.attempt.watermark;
       if (snapshot.length === 0) return { outcome: 'noop', reason: 'nothing_to_compact', sessionId: ref.sessionId };
       const owned = await ownership;
       const attemptId = encodeAttemptId({
@@ -169,7 +179,7 @@ export class HeldAttempts {
         id: begun.attempt.attemptId,
         fence: begun.attempt.fence,
         generation: begun.session.generation,
-        watermark: begun.attempt.watermark,
+        watermark: through,
         ttlMs,
         mode: req.mode,
         format: begun.session.format,
@@ -185,7 +195,8 @@ export class HeldAttempts {
           sessionId: ref.sessionId,
           mode: req.mode,
           fence: begun.attempt.fence,
-          throughSeq: begun.attempt.watermark,
+          throughSeq: through,
+          ...(part ? { partial: true as const } : {}),
           ttlMs,
           heartbeatIntervalMs: defaultRefreshInterval(ttlMs),
           expiresAt: new Date(owned.refreshed ? owned.expiresAt : won.lease.expiresAt).toISOString(),
@@ -286,8 +297,18 @@ export class HeldAttempts {
     const adapter = adapterFor(k.format);
     const checked = await checkReplacement(snapshot, replacement, adapter);
     if (isEnding(checked)) return end(endingAnswer(checked, ref.sessionId), 'committed', ACTIVITY_LABELS.completed);
-    const first =
-      k.mode === 'rotate'
+    // P6: the begin handed out the oldest part only (its id's watermark is below the record's): replace exactly it.
+    const partial = k.watermark < begun.attempt.watermark ? { through: k.watermark } : undefined;
+    const first = partial
+      ? {
+          outcome: 'compressed',
+          mode: 'in_place',
+          sessionId: ref.sessionId,
+          previousSessionId: ref.sessionId,
+          generation: begun.session.generation,
+          partial: true,
+        }
+      : k.mode === 'rotate'
         ? { outcome: 'compressed', mode: 'rotate', sessionId: begun.attempt.pendingChildId, previousSessionId: ref.sessionId }
         : {
             outcome: 'compressed',
@@ -298,7 +319,7 @@ export class HeldAttempts {
           };
     const record = store.heldOutcomeRow(ref, k.id, { status: 'committed', answer: { ...first, warnings: [] } });
     const started = this.#now();
-    const committed = await commitReplacement(store, scope, ref, begun, k.mode, checked.anchored, adapter, record);
+    const committed = await commitReplacement(store, scope, ref, begun, k.mode, checked.anchored, adapter, record, partial);
     const commitMs = this.#now() - started;
     if (isEnding(committed)) return { answer: endingAnswer(committed, ref.sessionId) };
     if (committed.deferred) {
@@ -313,6 +334,7 @@ export class HeldAttempts {
       ...(committed.conversationId !== undefined ? { conversationId: committed.conversationId } : {}),
       warnings: [],
       items: committed.items,
+      ...(committed.partial ? { replaced: committed.partial.replaced, remainingTokens: committed.partial.remainingTokens } : {}),
     };
     return { answer, commitMs };
   }

@@ -3,7 +3,7 @@ import type { CompressionEngine } from '../compressors/types.js';
 import type { LeaseApi } from '../lease/index.js';
 import type { Item } from '../items/types.js';
 import type { Logger } from '../logger.js';
-import type { LineageStore, StoreTask } from '../lineage/types.js';
+import type { AttemptBudget, LineageStore, StoreTask } from '../lineage/types.js';
 import type { SessionRef } from '../session-ref.js';
 
 export type CompactionMode = 'in_place' | 'rotate';
@@ -62,6 +62,15 @@ export type CompactionOutcome =
       commitMs: number;
       /** K1: the conversation the session belongs to (absent for sessions from before conversations). */
       conversationId?: string;
+      /**
+       * P6: only the oldest bounded part was summarized (in place, whatever the mode asked); the
+       * items after it are unchanged and not in `items`, which holds the summary alone.
+       */
+      partial?: true;
+      /** P6, partial: items the part held. */
+      replaced?: number;
+      /** P6, partial: the session's token estimate after this attempt (what is left to compact). */
+      remainingTokens?: number;
     })
   | (OutcomeBase & { outcome: 'skipped'; reason: SkipReason; holder?: string | null })
   | (OutcomeBase & { outcome: 'noop'; reason: NoopReason })
@@ -103,6 +112,8 @@ export interface CompactionDeps {
   lease: LeaseApi;
   store: LineageStore;
   engine: CompressionEngine;
+  /** P6: the most one attempt reads and summarizes; default lib/config.ts DEFAULT_ATTEMPT_MAX_*. */
+  attemptBudget?: AttemptBudget;
   /** Lease TTL; the refresher keeps it alive while the attempt runs. Default 30 s. */
   leaseTtlMs?: number;
   /** Heartbeat period (C5); anything but a finite positive number means 60 s. */

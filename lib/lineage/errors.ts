@@ -276,3 +276,15 @@ export class StoreOutcomeUnknownError extends LineageError {
     });
   }
 }
+
+/** P6: a partial commit's summary takes the part's sequence numbers, so it holds at most as many items as the part. */
+export class ReplacementTooLongError extends LineageError {
+  override readonly name = 'ReplacementTooLongError';
+  constructor(
+    readonly sessionId: string,
+    readonly items: number,
+    readonly room: number,
+  ) {
+    super(`session ${sessionId}: a summary of ${items} items does not fit the ${room} places of the part it replaces`);
+  }
+}

@@ -219,7 +219,47 @@ export interface PopResult {
   removed: Item | null;
 }
 
+/** P6: the most one attempt reads and replaces (lib/config.ts compactionAttemptBudget). */
+export interface AttemptBudget {
+  maxBytes: number;
+  maxTokens: number;
+}
+
+/** A budget and where a part may end (A2: never between a tool call and its result). */
+export interface SnapshotBound extends AttemptBudget {
+  cutOk?: (part: readonly Item[]) => boolean;
+}
+
+/** The oldest part of the snapshot that one attempt replaces (P6). */
+export interface BoundedSnapshot {
+  items: Item[];
+  /** Sequence number of the part's last item. */
+  through: number;
+  /** Sequence number of its first item (the part's seqs are firstSeq..through, with gaps where pops left them). */
+  firstSeq: number;
+  /** Items after `through` (to the watermark) exist and stay verbatim: the attempt is partial. */
+  partial: boolean;
+  /** Token estimate of the part. */
+  tokens: number;
+}
+
+export interface PartialCommitInput extends CommitInput {
+  /** The part's last sequence number (BoundedSnapshot.through). */
+  through: number;
+}
+
+export interface PartialCommitted {
+  session: SessionRecord;
+  /** The summary that replaced the part (the items after it are unchanged). */
+  items: Item[];
+  /** Items the part held. */
+  replaced: number;
+  through: number;
+}
+
 export interface BeginAttemptInput {
+  /** P6: the snapshot read beside the begin reads at most this (the part an attempt replaces). */
+  bound?: SnapshotBound;
   holder: string;
   leaseExpiresAt: number;
   /** Written with the attempt (C5 "compaction started"). */
@@ -394,6 +434,10 @@ export interface LineageStore {
    * have sent this read beside the begin (P1); the first call for an attempt then hands it over.
    */
   readSnapshot(ref: SessionRef, begun: BegunAttempt): Promise<Item[]>;
+  /** P6: the oldest bounded part of the snapshot (all of it when it fits), from the read beside the begin when there was one. */
+  readBoundedSnapshot(ref: SessionRef, begun: BegunAttempt, bound: SnapshotBound): Promise<BoundedSnapshot>;
+  /** P6: replaces exactly the part 1..through (read by readBoundedSnapshot) with the summary; later items stay where they are. */
+  commitPartial(ref: SessionRef, begun: BegunAttempt, input: PartialCommitInput): Promise<PartialCommitted>;
   /** SPEC C10: one transaction ends the parent and creates the child (with its items when they fit); carries the tail. */
   commitRotation(ref: SessionRef, begun: BegunAttempt, input: CommitInput): Promise<RotationCommitted>;
   /** SPEC C11: a fenced flip to a new generation; the replaced one is archived off the path (P3). */

@@ -2,7 +2,13 @@
 // L6) and what the store's refusals mean as outcomes (C4 adopted, L6 lease_lost, A6 stale).
 import { estimateItemTokens } from '../../items/tokens.js';
 import type { FormatAdapter, Item } from '../../items/types.js';
-import { FenceStaleError, RotationLostError, SessionEndedError, StaleSnapshotError } from '../../lineage/errors.js';
+import {
+  FenceStaleError,
+  ReplacementTooLongError,
+  RotationLostError,
+  SessionEndedError,
+  StaleSnapshotError,
+} from '../../lineage/errors.js';
 import type { BegunAttempt, LineageStore, StoreTask } from '../../lineage/types.js';
 import type { SessionRef } from '../../session-ref.js';
 import type { AttemptScope } from '../attempt-scope.js';
@@ -17,6 +23,8 @@ export interface Committed {
   deferred?: StoreTask;
   generation?: number;
   conversationId?: string;
+  /** P6: only the oldest part was replaced; the session's token estimate after it. */
+  partial?: { replaced: number; remainingTokens: number };
 }
 
 /** The generation an in-place commit of `begun` makes active (numbered by fence, see attempts.ts). */
@@ -34,6 +42,8 @@ export async function commitReplacement(
   adapter: FormatAdapter,
   /** A row written in the commit's own transaction (a held attempt's outcome, so a repeat replays it). */
   record?: Record<string, unknown>,
+  /** P6: the snapshot was the oldest part up to `through`: replace exactly it, in place, whatever `mode` asked. */
+  partial?: { through: number },
 ): Promise<Committed | Ending> {
   const input = {
     compacted,
@@ -43,6 +53,21 @@ export async function commitReplacement(
   };
   await scope.enterCommit();
   try {
+    // P6: a partial commit is in place even for a rotation: rotating now would copy every kept row
+    // into the child. The attempt that finds the session within the bound rotates it (docs/compaction.md).
+    if (partial) {
+      const r = await store.commitPartial(ref, begun, { ...input, through: partial.through });
+      scope.markCommitted();
+      return {
+        mode: 'in_place',
+        sessionId: ref.sessionId,
+        previousSessionId: ref.sessionId,
+        items: r.items,
+        generation: r.session.generation,
+        partial: { replaced: r.replaced, remainingTokens: r.session.tokenEstimate },
+        ...(r.session.conversationId !== undefined ? { conversationId: r.session.conversationId } : {}),
+      };
+    }
     if (mode === 'rotate') {
       const r = await store.commitRotation(ref, begun, input);
       scope.markCommitted();
@@ -72,6 +97,8 @@ export async function commitReplacement(
     if (err instanceof FenceStaleError) return { ended: 'skipped', reason: 'lease_lost', sessionId: ref.sessionId };
     // A6: an item of the snapshot was popped meanwhile; committing would bring it back.
     if (err instanceof StaleSnapshotError) return { ended: 'skipped', reason: 'stale', sessionId: ref.sessionId };
+    // P6: a partial summary reuses the part's sequence numbers; one longer than the part is not smaller (C7).
+    if (err instanceof ReplacementTooLongError) return { ended: 'noop', reason: 'grown' };
     throw err;
   }
 }

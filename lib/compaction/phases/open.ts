@@ -6,7 +6,7 @@ import { errorFields } from '../../errors.js';
 import type { Item } from '../../items/types.js';
 import type { Lease, LeaseApi, RefreshResult } from '../../lease/index.js';
 import { AgentEnginePolicyError, AttemptInFlightError, ChainDeletedError, SessionEndedError } from '../../lineage/errors.js';
-import type { BegunAttempt, HeldInfo, LineageStore } from '../../lineage/types.js';
+import type { BegunAttempt, BoundedSnapshot, HeldInfo, LineageStore, SnapshotBound } from '../../lineage/types.js';
 import type { Logger } from '../../logger.js';
 import { sessionKey, type SessionRef } from '../../session-ref.js';
 import { AttemptScope } from '../attempt-scope.js';
@@ -63,8 +63,10 @@ export async function acquireLease(
 
 export interface Opened {
   begun: BegunAttempt;
-  /** Items 1..watermark: what the replacement replaces. */
+  /** Items 1..watermark, or the oldest bounded part of them (P6): what the replacement replaces. */
   snapshot: Item[];
+  /** P6: set when the snapshot is only the oldest part; everything after `through` stays verbatim. */
+  part?: BoundedSnapshot;
   /** The ownership check, already answered `refreshed` (the refresher's first refresh, L5). */
   ownership: Promise<RefreshResult>;
 }
@@ -78,7 +80,7 @@ export async function beginUnderLease(
   deps: PhaseDeps,
   scope: AttemptScope,
   ref: SessionRef,
-  opts: { ttlMs: number; held?: HeldInfo; serviceEngine?: boolean },
+  opts: { ttlMs: number; held?: HeldInfo; serviceEngine?: boolean; bound?: SnapshotBound },
 ): Promise<Opened | Ending> {
   const { store, lease: leaseApi } = deps;
   const lease = scope.lease;
@@ -90,6 +92,7 @@ export async function beginUnderLease(
       activityLabel: ACTIVITY_LABELS.started,
       ...(opts.held ? { held: opts.held } : {}),
       ...(opts.serviceEngine ? { serviceEngine: true } : {}),
+      ...(opts.bound ? { bound: opts.bound } : {}),
     });
   } catch (err) {
     // E6: the session's policy keeps the service's engine off it; the begin's condition said so.
@@ -104,10 +107,13 @@ export async function beginUnderLease(
   scope.began(begun.attempt);
   // L6 beside the read (P1). A warm store sent the read beside the begin and hands it over here; a
   // cold one sends it now, first, so the extend's own client-side work overlaps the read.
-  const reading = store.readSnapshot(ref, begun);
+  // P6: a bounded attempt reads only the oldest part (all of it when the session fits the bound).
+  const reading = opts.bound
+    ? store.readBoundedSnapshot(ref, begun, opts.bound)
+    : store.readSnapshot(ref, begun).then((items) => ({ items, partial: false }) as const);
   const ownership = leaseApi.refresh(lease, opts.ttlMs);
-  const [owned, snapshot] = await Promise.all([ownership, reading]);
+  const [owned, read] = await Promise.all([ownership, reading]);
   if (!owned.refreshed)
     return { ended: 'skipped', reason: owned.reason === 'no_quorum' ? 'lease_unavailable' : 'lease_lost', sessionId: ref.sessionId };
-  return { begun, snapshot, ownership };
+  return { begun, snapshot: read.items, ownership, ...('through' in read && read.partial ? { part: read } : {}) };
 }

@@ -14,15 +14,18 @@ import type {
   AttemptRecord,
   BeginAttemptInput,
   BegunAttempt,
+  BoundedSnapshot,
   CompactionPolicy,
   ExpiredAttempt,
   SessionRecord,
+  SnapshotBound,
   StoreTask,
   SweepPage,
 } from '../types.js';
 import { isLiveTip, toSessionRecord, withDefaults, type MetaItem, type StoredAttempt, type StoredMeta } from './meta-row.js';
 import { runPartsTask } from './parts.js';
-import { isHeadSk, PART_PREFIX, remotePartPrefix, type RawRow } from './rows.js';
+import { isHeadSk, PART_PREFIX, remotePartPrefix, type RawRow, type StoredItem } from './rows.js';
+import { readBounded, type BoundedPart } from './bounded.js';
 import {
   allShards,
   ATTEMPTS_INDEX,
@@ -69,6 +72,10 @@ function ownBeginOf(meta: MetaItem, attemptId: string): BegunAttempt | undefined
 export class Attempts {
   /** Snapshot reads sent beside a begin (P1), each handed to the first snapshot() of its attempt. */
   private readonly readBeside = new WeakMap<BegunAttempt, Promise<Item[]>>();
+  /** The same for bounded attempts (P6): the part read beside the begin. */
+  private readonly boundedBeside = new WeakMap<BegunAttempt, Promise<BoundedPart>>();
+  /** The rows of each bounded attempt's part, for its partial commit (one read per attempt, P1). */
+  private readonly parts = new WeakMap<BegunAttempt, StoredItem[]>();
 
   constructor(private readonly table: Table) {}
 
@@ -87,9 +94,13 @@ export class Attempts {
     const known = liveVersioned(this.table.records.get(pk));
     // E6: no read beside a begin this container knows its policy refuses.
     const refused = input.serviceEngine && known?.compactionPolicy === 'agent';
-    const early = known && !refused ? this.table.readItems(pk, known.generation, 1, known.lastSeq) : undefined;
+    const bound = input.bound;
+    const early = known && !refused && !bound ? this.table.readItems(pk, known.generation, 1, known.lastSeq) : undefined;
+    // P6: a bounded attempt reads only its part, beside the begin as well.
+    const earlyPart = known && !refused && bound ? readBounded(this.table, pk, known.generation, known.lastSeq, bound) : undefined;
     // A read the begin proves useless (or a begin that fails) must not surface as an unhandled rejection.
     early?.catch(() => undefined);
+    earlyPart?.catch(() => undefined);
     // Two rounds at most: the second only after seeding the fence counter of a record from before it.
     for (const round of rounds({ max: 2 })) {
       const seeded = round > 0;
@@ -139,6 +150,7 @@ export class Attempts {
         // it marks the attempt stale (A6), another holder's begin or commit moves the fence (L6).
         // Any other version: the container's record was stale, and snapshot() reads afresh.
         if (early && old.version === known?.version) this.readBeside.set(begun, early);
+        if (earlyPart && old.version === known?.version) this.boundedBeside.set(begun, earlyPart);
         return begun;
       } catch (err) {
         if (err instanceof StoreRetryableError && mayHaveApplied(err.cause)) return await this.verifyBegin(ref, stored.attemptId, err);
@@ -215,6 +227,21 @@ export class Attempts {
       return early.catch(read);
     }
     return read();
+  }
+
+  /** P6: the attempt's part (all of the snapshot when it fits the bound); its rows are kept for the partial commit. */
+  async boundedSnapshot(ref: SessionRef, begun: BegunAttempt, bound: SnapshotBound): Promise<BoundedSnapshot> {
+    const read = () => readBounded(this.table, sessionPk(ref), begun.session.generation, begun.attempt.watermark, bound);
+    const early = this.boundedBeside.get(begun);
+    this.boundedBeside.delete(begun);
+    const part = early ? await early.catch(read) : await read();
+    this.parts.set(begun, part.items);
+    return part.snapshot;
+  }
+
+  /** The rows boundedSnapshot read for `begun` (absent for an attempt begun by another request: a held commit reads again). */
+  partOf(begun: BegunAttempt): StoredItem[] | undefined {
+    return this.parts.get(begun);
   }
 
   extend(ref: SessionRef, attempt: AttemptRecord, leaseExpiresAt: number): Promise<boolean> {

@@ -68,6 +68,10 @@ export interface MetaItem {
   fenceCounter?: number;
   generation: number;
   messageCount: number;
+  /** P6: the last partial commit replaced items up to this seq of the generation (a turn rollback past it is refused, T2). */
+  partialThrough?: number;
+  /** The attempt whose partial commit that was (a lost answer is recognised by it). */
+  partialBy?: string;
   lastSeq: number;
   tokenEstimate: number;
   lastActivity?: ActivityMark;

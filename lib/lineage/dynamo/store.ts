@@ -13,6 +13,7 @@ import type {
   AttemptRecord,
   BeginAttemptInput,
   BegunAttempt,
+  BoundedSnapshot,
   CommitInput,
   CompactionPolicy,
   ConversationPage,
@@ -29,11 +30,14 @@ import type {
   TailRead,
   LineageStore,
   PageRequest,
+  PartialCommitInput,
+  PartialCommitted,
   PopResult,
   ReplaceSuffixInput,
   ReplaceSuffixResult,
   RotationCommitted,
   SessionRecord,
+  SnapshotBound,
   StoreTask,
   SweepPage,
   BeginTurnInput,
@@ -44,6 +48,7 @@ import type {
 } from '../types.js';
 import type { Item } from '../../items/types.js';
 import { Attempts } from './attempts.js';
+import { commitPartial } from './bounded.js';
 import { Commits } from './commit.js';
 import { conversationIdempotencyPrefix, conversationKey } from './conversation-row.js';
 import { Conversations } from './conversations.js';
@@ -190,6 +195,16 @@ export class DynamoLineageStore implements LineageStore {
   }
   readSnapshot(ref: SessionRef, begun: BegunAttempt): Promise<Item[]> {
     return this.attempts.snapshot(ref, begun);
+  }
+  readBoundedSnapshot(ref: SessionRef, begun: BegunAttempt, bound: SnapshotBound): Promise<BoundedSnapshot> {
+    return this.attempts.boundedSnapshot(ref, begun, bound);
+  }
+  async commitPartial(ref: SessionRef, begun: BegunAttempt, input: PartialCommitInput): Promise<PartialCommitted> {
+    // A held attempt commits in a later request: it reads its part (1..through, bounded by its begin)
+    // again; a pop that changed those rows since made the attempt stale anyway (A6).
+    const part =
+      this.attempts.partOf(begun) ?? (await this.table.queryRange(sessionPk(ref), begun.session.generation, 1, input.through)).items;
+    return commitPartial(this.table, ref, begun, part, input);
   }
   commitRotation(ref: SessionRef, begun: BegunAttempt, input: CommitInput): Promise<RotationCommitted> {
     return this.commits.rotate(ref, begun, input);

@@ -209,7 +209,16 @@ export class Table {
     generation: number,
     from: number,
     to: number,
-    opts: { limit?: number; maxBytes?: number; newestFirst?: boolean; rowLimit?: (items: number) => number } = {},
+    opts: {
+      limit?: number;
+      maxBytes?: number;
+      newestFirst?: boolean;
+      rowLimit?: (items: number) => number;
+      /** Rows asked for per Query page when `limit` does not say (P6: a bounded read never asks for more than it can use). */
+      pageRows?: number;
+      /** maxBytes never cuts the first row (P6). */
+      wholeFirstRow?: boolean;
+    } = {},
   ): Promise<{ items: StoredItem[]; more: boolean }> {
     if (to < from) return { items: [], more: false };
     const items: StoredItem[] = [];
@@ -236,7 +245,8 @@ export class Table {
         // A5: pages are bounded in UTF-8 bytes, as the response carries them (not UTF-16 units).
         bytes += Buffer.byteLength(it.body, 'utf8');
         // A page always carries at least one item, however large, so paging makes progress.
-        if (bytes > maxBytes && items.length > 0) return 'cut';
+        // P6: a bounded read takes its first row whole, however large (a part is whole rows).
+        if (bytes > maxBytes && items.length > 0 && !(opts.wholeFirstRow && items[0]!.row.sk === it.row.sk)) return 'cut';
         items.push(it);
         emitted = it.seq;
         if (opts.limit !== undefined && items.length >= opts.limit) return i < rowItems.length - 1 ? 'cut' : 'full';
@@ -246,7 +256,7 @@ export class Table {
     do {
       // Rows to ask for: packed rows hold many items, so the item count alone would over-read.
       const left = opts.limit === undefined ? undefined : Math.max(1, opts.limit - items.length);
-      const want = left === undefined ? undefined : (opts.rowLimit?.(left) ?? left);
+      const want = left === undefined ? opts.pageRows : (opts.rowLimit?.(left) ?? left);
       const out = await this.send('read items', () =>
         this.doc.send(
           new QueryCommand({

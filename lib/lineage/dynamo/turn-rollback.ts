@@ -34,7 +34,9 @@ export async function rollbackTurn(
     const turn: StoredTurn = { ...stored, startedAt: now, expiresAt: now + (stored.expiresAt - stored.startedAt) };
     const appended = liveTurn(meta, now) ? (meta.turnAppended ?? 0) : 0;
     const rewrote = liveTurn(meta, now) !== undefined && meta.turnGen === REWROTE_BEFORE_TURN;
-    if (rewrote || (appended > 0 && meta.turnGen !== meta.generation)) throw new RollbackUnavailableError(conversationId);
+    // T2: a compaction summarized some of the turn: a new generation, or a partial commit (P6) past its start.
+    const summarized = meta.turnGen !== meta.generation || (meta.partialThrough ?? 0) > (meta.turnFrom ?? meta.lastSeq);
+    if (rewrote || (appended > 0 && summarized)) throw new RollbackUnavailableError(conversationId);
     const from = (meta.turnFrom ?? meta.lastSeq) + 1;
     const items = appended > 0 ? (await table.queryRange(pk, meta.generation, from, meta.lastSeq)).items : [];
     const removal = removalOf(table, items);
