@@ -359,7 +359,7 @@ export class HeldAttempts {
   /** The attempt as it stands, without its token (E8). */
   async status(ref: SessionRef, attemptId: string): Promise<AttemptView> {
     const k = this.keyOf(ref, attemptId);
-    const [session, prior] = await Promise.all([this.deps.store.getSession(ref), this.deps.store.readHeldOutcome(ref, k.id)]);
+    const { session, prior } = await this.recordAndOutcome(ref, k);
     const view = this.viewOf(attemptId, k);
     if (prior) return { ...view, status: prior.status, outcome: prior.answer };
     if (!session || k.fence > (session.fence ?? 0)) throw new HeldAttemptRefused('not_found', attemptId);
@@ -374,14 +374,37 @@ export class HeldAttempts {
   /** A commit whose claim was refused: a repeat replays the first outcome (E3); else why it is not ours. */
   private async afterEnd(ref: SessionRef, k: AttemptKey, attemptId: string, holder: string): Promise<Record<string, unknown>> {
     const prior = await this.deps.store.readHeldOutcome(ref, k.id);
-    if (prior && prior.status !== 'cancelled') return prior.answer;
-    if (prior) return { outcome: 'skipped', reason: 'cancelled', sessionId: ref.sessionId };
-    throw new HeldAttemptRefused(await this.whyNotOurs(ref, k, attemptId, holder, false), attemptId);
+    if (prior) return this.replayOf(ref, prior);
+    const why = await this.whyNotOurs(ref, k, attemptId, holder, false);
+    // A commit of this attempt ended between the claim and the reads (a retry racing its first try): replay it.
+    if (why === 'committed' || why === 'lease_lost') {
+      const ended = await this.deps.store.readHeldOutcome(ref, k.id);
+      if (ended) return this.replayOf(ref, ended);
+    }
+    throw new HeldAttemptRefused(why, attemptId);
+  }
+
+  private replayOf(ref: SessionRef, prior: HeldOutcomeRecord): Record<string, unknown> {
+    return prior.status !== 'cancelled' ? prior.answer : { outcome: 'skipped', reason: 'cancelled', sessionId: ref.sessionId };
+  }
+
+  /**
+   * The session record and the attempt's outcome row. The two are read side by side, yet the commit
+   * clears the attempt and writes its outcome in one transaction: a record that no longer shows the
+   * attempt beside no outcome may be a commit that landed between the two reads, so the outcome is
+   * read once more, after the record (a concurrent repeat of a commit must not be told lease_lost).
+   */
+  private async recordAndOutcome(ref: SessionRef, k: AttemptKey) {
+    const { store } = this.deps;
+    const [session, first] = await Promise.all([store.getSession(ref), store.readHeldOutcome(ref, k.id)]);
+    const gone = session !== null && k.fence <= (session.fence ?? 0) && session.attempt?.attemptId !== k.id;
+    const prior = first ?? (gone ? await store.readHeldOutcome(ref, k.id) : null);
+    return { session, prior };
   }
 
   /** Reads the record to tell an unknown attempt (404), a wrong token (403), a commit under way and a lost lease apart. */
   private async whyNotOurs(ref: SessionRef, k: AttemptKey, attemptId: string, holder: string, endIfLost: boolean): Promise<HeldRefusal> {
-    const [session, prior] = await Promise.all([this.deps.store.getSession(ref), this.deps.store.readHeldOutcome(ref, k.id)]);
+    const { session, prior } = await this.recordAndOutcome(ref, k);
     if (prior?.status === 'committed') return 'committed';
     if (prior) return 'lease_lost';
     if (!session || k.fence > (session.fence ?? 0)) return 'not_found';
