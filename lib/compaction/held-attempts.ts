@@ -258,7 +258,7 @@ export class HeldAttempts {
     const reading = store.readRange(ref, k.generation, k.watermark);
     reading.catch(() => undefined);
     // The claim (token-checked by the recorded holder), the ownership check and the snapshot, side by side.
-    const [begun, owned] = await Promise.all([store.claimHeldCommit(ref, k.id, holder), leaseApi.refresh(lease, k.ttlMs)]);
+    const [begun, owned] = await Promise.all([store.claimHeldCommit(ref, k.id, holder, k), leaseApi.refresh(lease, k.ttlMs)]);
     // Not ours to commit (ended, under way, wrong token): the extend above changed nothing that matters.
     if (!begun) return this.afterEnd(ref, k, attemptId, holder);
     const scope = new AttemptScope(lease, this.phase, ref);
@@ -410,6 +410,14 @@ export class HeldAttempts {
     if (!session || k.fence > (session.fence ?? 0)) return 'not_found';
     const current = session.attempt;
     if (current?.attemptId !== k.id) return 'lease_lost';
+    // E8: an id whose fields were changed names no attempt (the claim refused it for that).
+    const named =
+      (session.fence ?? 0) === k.fence &&
+      current.watermark === k.watermark &&
+      session.generation === k.generation &&
+      current.held?.mode === k.mode &&
+      current.held.ttlMs === k.ttlMs;
+    if (!named) return 'not_found';
     if (!sameText(current.holder, holder)) return 'token_invalid';
     if (current.held?.committing !== undefined) return 'commit_in_progress';
     // Our token, our record, and the lease is not ours: lost. That attempt never commits (E2).

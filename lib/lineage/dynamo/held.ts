@@ -3,7 +3,7 @@
 // commit's claim (an abort during it answers commit_in_progress), the throttled "in progress"
 // mark, and an outcome row a repeated commit or a status read answers from.
 import type { SessionRef } from '../../session-ref.js';
-import type { BegunAttempt, HeldOutcomeRecord } from '../types.js';
+import type { BegunAttempt, HeldAttemptNamed, HeldOutcomeRecord } from '../types.js';
 import { ATTEMPT_ATTRS } from './attempts.js';
 import { toSessionRecord, withDefaults, type StoredMeta } from './meta-row.js';
 import { sessionPk } from './keys.js';
@@ -16,6 +16,13 @@ const HELD_PREFIX = 'HELD#';
 
 const OURS = '#attempt.#attemptId = :aid AND #attempt.#holder = :holder AND attribute_exists(#attempt.#held)';
 const NOT_CLAIMED = 'attribute_not_exists(#attempt.#held.#committing)';
+/**
+ * The attempt the agent's id names, field by field: the id is the agent's to send, so a commit
+ * never trusts it for the snapshot it checks (generation, watermark) or how it commits (mode).
+ */
+const NAMED = '#fence = :fence AND #attemptWatermark = :wm AND #attempt.#held.#mode = :mode AND #attempt.#held.#ttlMs = :ttl';
+/** A record that never changed generation may have no generation attribute (withDefaults reads it as 0). */
+const generationIs = (g: number) => (g === 0 ? '(attribute_not_exists(#generation) OR #generation = :gen)' : '#generation = :gen');
 
 export function heldOutcomeKey(ref: SessionRef, attemptId: string): { pk: string; sk: string } {
   return { pk: sessionPk(ref), sk: `${HELD_PREFIX}${attemptId}` };
@@ -41,13 +48,25 @@ export class HeldAttemptWrites {
   }
 
   /** E3: claims the attempt for its commit (token-checked by the recorded holder); null when it is not ours to commit. */
-  async claimCommit(ref: SessionRef, attemptId: string, holder: string): Promise<BegunAttempt | null> {
+  async claimCommit(ref: SessionRef, attemptId: string, holder: string, named: HeldAttemptNamed): Promise<BegunAttempt | null> {
     try {
       const out = await this.table.update(
         'claim held commit',
         ref,
-        { update: 'SET #attempt.#held.#committing = :now', condition: `${OURS} AND ${NOT_CLAIMED}` },
-        { ':aid': attemptId, ':holder': holder, ':now': this.table.now() },
+        {
+          update: 'SET #attempt.#held.#committing = :now',
+          condition: `${OURS} AND ${NOT_CLAIMED} AND ${NAMED} AND ${generationIs(named.generation)}`,
+        },
+        {
+          ':aid': attemptId,
+          ':holder': holder,
+          ':now': this.table.now(),
+          ':fence': named.fence,
+          ':wm': named.watermark,
+          ':mode': named.mode,
+          ':ttl': named.ttlMs,
+          ':gen': named.generation,
+        },
         'ALL_NEW',
       );
       const meta = withDefaults(out.Attributes as StoredMeta);

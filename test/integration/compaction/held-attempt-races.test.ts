@@ -2,7 +2,7 @@
 // force an interleaving (a repeat of a commit, an abort, racing the commit's transaction), and
 // their round trips counted on the real clients (P1, P2; issue 29's counts).
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { HeldAttempts, HeldAttemptRefused } from '../../../lib/compaction/held-attempts.js';
+import { decodeAttemptId, encodeAttemptId, HeldAttempts, HeldAttemptRefused } from '../../../lib/compaction/held-attempts.js';
 import type { Item } from '../../../lib/items/types.js';
 import type { LineageStore } from '../../../lib/lineage/types.js';
 import { sessionKey } from '../../../lib/session-ref.js';
@@ -115,6 +115,37 @@ describe('held attempts racing their own commit (E3, E4)', () => {
     expect(aborted).toBeInstanceOf(HeldAttemptRefused);
     expect((aborted as HeldAttemptRefused).refusal).toBe('committed');
     expect(await c.store.readAll(ref)).toEqual(summary);
+  });
+});
+
+describe('a held attempt id is what the agent sends back (E3, E8)', () => {
+  it('E8 E3: an attempt id with a changed fence, snapshot (generation, watermark), mode or TTL commits nothing, even with the right token: 404; the real id still commits', async () => {
+    const ref = await seedSession(c.store, turns(8));
+    await c.store.appendItems(ref, {
+      prepare: (await import('../../../lib/lineage/prepare.js')).asIs([{ role: 'user', content: 'after' }]),
+    });
+    const held = new HeldAttempts({ lease: c.lease, store: c.store });
+    const begun = await held.begin(ref, { mode: 'rotate', origin: 'manual', ttlMs: 30_000 });
+    if (begun.outcome !== 'started') throw new Error('not started');
+    const { attemptId, leaseToken } = begun.attempt;
+    const k = decodeAttemptId(attemptId)!;
+    const forged = [
+      { ...k, fence: k.fence + 1000 },
+      { ...k, watermark: k.watermark - 4 },
+      { ...k, generation: k.generation + 1 },
+      { ...k, mode: 'in_place' as const },
+      { ...k, ttlMs: 900_000 },
+    ];
+    for (const f of forged) {
+      const r = await held.commit(ref, encodeAttemptId(f), leaseToken, summary).catch((e: unknown) => e);
+      expect(r, JSON.stringify(f)).toBeInstanceOf(HeldAttemptRefused);
+      expect((r as HeldAttemptRefused).refusal).toBe('not_found');
+    }
+    const s = await c.store.getSession(ref);
+    expect([s?.childSessionId, s?.messageCount, s?.attempt?.held?.committing]).toEqual([undefined, 9, undefined]);
+    const ok = await held.commit(ref, attemptId, leaseToken, summary);
+    expect(ok).toMatchObject({ outcome: 'compressed', mode: 'rotate' });
+    expect((await c.store.children(ref)).map((x) => x.sessionId)).toEqual([ok.sessionId]);
   });
 });
 
