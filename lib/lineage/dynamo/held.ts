@@ -7,7 +7,8 @@ import type { BegunAttempt, HeldAttemptNamed, HeldOutcomeRecord } from '../types
 import { ATTEMPT_ATTRS } from './attempts.js';
 import { toSessionRecord, withDefaults, type StoredMeta } from './meta-row.js';
 import { sessionPk } from './keys.js';
-import { isConditionFailure } from './retry.js';
+import { StoreOutcomeUnknownError, StoreRetryableError } from '../errors.js';
+import { isConditionFailure, mayHaveApplied } from './retry.js';
 import type { Table } from './table.js';
 
 /** Outcome rows are kept this long: a lost answer is retried within it (like an Idempotency-Key, A3). */
@@ -75,6 +76,10 @@ export class HeldAttemptWrites {
       return { attempt, session: toSessionRecord(meta), version: meta.version };
     } catch (err) {
       if (isConditionFailure(err)) return null;
+      // The claim may have landed unanswered (a stalled store resumes): then a retry of this commit is
+      // refused as commit_in_progress until a takeover, so the answer is "unknown", never "nothing applied".
+      if (err instanceof StoreRetryableError && mayHaveApplied(err.cause))
+        throw new StoreOutcomeUnknownError(`claim held commit on ${ref.sessionId}: DynamoDB did not confirm it`, err.cause);
       throw err;
     }
   }
