@@ -143,6 +143,11 @@ function sameText(a: string, b: string): boolean {
   return x.length === y.length && timingSafeEqual(x, y);
 }
 
+/** E8: an ended attempt's outcome is the token's alone (rows written before holders were kept: anyone's, as before). */
+function heldBy(prior: HeldOutcomeRecord, holder: string): boolean {
+  return prior.holder === undefined || sameText(prior.holder, holder);
+}
+
 function endingAnswer(e: Ending, sessionId: string): Record<string, unknown> {
   switch (e.ended) {
     case 'skipped':
@@ -287,7 +292,7 @@ export class HeldAttempts {
   ): Promise<Record<string, unknown>> {
     const { store } = this.deps;
     const end = async (answer: Record<string, unknown>, status: HeldOutcomeRecord['status'], label: string) => {
-      await store.endHeldAttempt(ref, k.id, holder, { activityLabel: label, outcome: { status, answer }, claimed: true });
+      await store.endHeldAttempt(ref, k.id, holder, { activityLabel: label, outcome: { status, answer, holder }, claimed: true });
       return answer;
     };
     // L6: a lease no longer ours never commits (E2), whatever the fence would say.
@@ -312,7 +317,7 @@ export class HeldAttempts {
             previousSessionId: ref.sessionId,
             generation: inPlaceGeneration(begun),
           };
-    const record = store.heldOutcomeRow(ref, k.id, { status: 'committed', answer: { ...first, warnings: [] } });
+    const record = store.heldOutcomeRow(ref, k.id, { status: 'committed', answer: { ...first, warnings: [] }, holder });
     const committed = await commitReplacement(store, scope, ref, begun, k.mode, checked.anchored, adapter, record);
     if (isEnding(committed)) return endingAnswer(committed, ref.sessionId);
     if (committed.deferred) {
@@ -338,11 +343,12 @@ export class HeldAttempts {
     const answer = { outcome: 'skipped', reason: 'cancelled', sessionId: ref.sessionId };
     const ended = await this.deps.store.endHeldAttempt(ref, k.id, holder, {
       activityLabel: ACTIVITY_LABELS.failed,
-      outcome: { status: 'cancelled', answer },
+      outcome: { status: 'cancelled', answer, holder },
       claimed: false,
     });
     if (!ended) {
       const prior = await this.deps.store.readHeldOutcome(ref, k.id);
+      if (prior && !heldBy(prior, holder)) throw new HeldAttemptRefused('token_invalid', attemptId);
       if (prior?.status === 'committed') throw new HeldAttemptRefused('committed', attemptId);
       if (!prior) {
         const why = await this.whyNotOurs(ref, k, attemptId, holder, false);
@@ -374,17 +380,19 @@ export class HeldAttempts {
   /** A commit whose claim was refused: a repeat replays the first outcome (E3); else why it is not ours. */
   private async afterEnd(ref: SessionRef, k: AttemptKey, attemptId: string, holder: string): Promise<Record<string, unknown>> {
     const prior = await this.deps.store.readHeldOutcome(ref, k.id);
-    if (prior) return this.replayOf(ref, prior);
+    if (prior) return this.replayOf(ref, attemptId, holder, prior);
     const why = await this.whyNotOurs(ref, k, attemptId, holder, false);
     // A commit of this attempt ended between the claim and the reads (a retry racing its first try): replay it.
     if (why === 'committed' || why === 'lease_lost') {
       const ended = await this.deps.store.readHeldOutcome(ref, k.id);
-      if (ended) return this.replayOf(ref, ended);
+      if (ended) return this.replayOf(ref, attemptId, holder, ended);
     }
     throw new HeldAttemptRefused(why, attemptId);
   }
 
-  private replayOf(ref: SessionRef, prior: HeldOutcomeRecord): Record<string, unknown> {
+  /** E3 replay, E8: only to the attempt's own token (an outcome written before holders were kept replays as it did). */
+  private replayOf(ref: SessionRef, attemptId: string, holder: string, prior: HeldOutcomeRecord): Record<string, unknown> {
+    if (!heldBy(prior, holder)) throw new HeldAttemptRefused('token_invalid', attemptId);
     return prior.status !== 'cancelled' ? prior.answer : { outcome: 'skipped', reason: 'cancelled', sessionId: ref.sessionId };
   }
 
@@ -405,6 +413,7 @@ export class HeldAttempts {
   /** Reads the record to tell an unknown attempt (404), a wrong token (403), a commit under way and a lost lease apart. */
   private async whyNotOurs(ref: SessionRef, k: AttemptKey, attemptId: string, holder: string, endIfLost: boolean): Promise<HeldRefusal> {
     const { session, prior } = await this.recordAndOutcome(ref, k);
+    if (prior && !heldBy(prior, holder)) return 'token_invalid';
     if (prior?.status === 'committed') return 'committed';
     if (prior) return 'lease_lost';
     if (!session || k.fence > (session.fence ?? 0)) return 'not_found';
@@ -424,7 +433,11 @@ export class HeldAttempts {
     if (endIfLost) {
       const answer = { outcome: 'skipped', reason: 'lease_lost', sessionId: ref.sessionId };
       await this.deps.store
-        .endHeldAttempt(ref, k.id, holder, { activityLabel: ACTIVITY_LABELS.failed, outcome: { status: 'lost', answer }, claimed: false })
+        .endHeldAttempt(ref, k.id, holder, {
+          activityLabel: ACTIVITY_LABELS.failed,
+          outcome: { status: 'lost', answer, holder },
+          claimed: false,
+        })
         .catch((err: unknown) => this.#log.warn('held attempt: could not end a lost attempt; the sweep will', { error: errorFields(err) }));
     }
     return 'lease_lost';

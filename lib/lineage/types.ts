@@ -272,6 +272,8 @@ export interface HeldOutcomeRecord {
   status: 'committed' | 'cancelled' | 'lost';
   /** The answer the ending request gave (a compaction outcome view). */
   answer: Record<string, unknown>;
+  /** The attempt's recorded holder (its token's digest): a repeat is answered only with that token (E8). */
+  holder?: string;
 }
 
 export interface ExpiredAttempt {

@@ -149,6 +149,28 @@ describe('a held attempt id is what the agent sends back (E3, E8)', () => {
   });
 });
 
+describe('an ended attempt answers only its token (E8)', () => {
+  it('E8 E3 E4: after a commit, a repeat, a heartbeat or an abort with another token is refused (token_invalid) and never told the outcome; the token replays it', async () => {
+    const ref = await seedSession(c.store, turns(8));
+    const held = new HeldAttempts({ lease: c.lease, store: c.store });
+    const begun = await held.begin(ref, { mode: 'rotate', origin: 'manual' });
+    if (begun.outcome !== 'started') throw new Error('not started');
+    const { attemptId, leaseToken } = begun.attempt;
+    const first = await held.commit(ref, attemptId, leaseToken, summary);
+    expect(first.outcome).toBe('compressed');
+    for (const attempt of [
+      () => held.commit(ref, attemptId, `${leaseToken}x`, summary),
+      () => held.heartbeat(ref, attemptId, `${leaseToken}x`),
+      () => held.abort(ref, attemptId, `${leaseToken}x`),
+    ]) {
+      const r = await attempt().catch((e: unknown) => e);
+      expect(r).toBeInstanceOf(HeldAttemptRefused);
+      expect((r as HeldAttemptRefused).refusal).toBe('token_invalid');
+    }
+    expect(await held.commit(ref, attemptId, leaseToken, summary)).toMatchObject({ outcome: 'compressed', sessionId: first.sessionId });
+  });
+});
+
 // redlock runs its token-checked scripts with EVAL until the script is cached, EVALSHA after.
 const rounds = (p: Phases) => p.redis.map((r) => r.map((x) => (x.op === 'evalsha' ? 'eval' : x.op)).join(','));
 const steps = (p: Phases) =>
