@@ -4,6 +4,7 @@ import type { LongSessionBench } from './long-session-bench.js';
 import type { AppendRow, ReadRow, StorageRow } from './storage-bench.js';
 import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import type { BundleRow } from './bundle-bench.js';
+import type { HeldBenchResult } from './held-bench.js';
 import type { CommitBenchResult } from './commit-bench.js';
 import type { ContentionRow } from './contention-bench.js';
 import type { GoalRow } from './bundle-bench.js';
@@ -45,6 +46,8 @@ export interface BenchResults {
   append?: AppendRow[];
   /** P5: a tail and a page, calls counted, timed against a bare Query of the same rows (bench/storage-bench.ts). */
   reads?: ReadRow[];
+  /** Issue 29: a held attempt's begin + commit vs the service engine's compress of the same items (bench/held-bench.ts). */
+  held?: HeldBenchResult;
   /** SPEC P1-P4 and the issues' targets, from this run. */
   goals?: GoalRow[];
 }
@@ -102,6 +105,23 @@ export function sections(r: BenchResults): string[] {
         table(
           ['mode', 'items', 'sequential DynamoDB calls', 'Redis rounds on the path', 'phases'],
           r.commit.trips.map((t) => [t.mode, t.items, t.dynamoSteps, t.redisRounds, t.detail.join(' → ')]),
+        ),
+    );
+  }
+  if (r.held) {
+    out.push(
+      `### Held attempt (the agent's engine, issue 29) vs the service engine's compress of the same ${r.held.items} items (${r.held.iterations} iterations each)\n\n` +
+        table(
+          ['compaction', 'held begin + commit p50 / p99', 'compress p50 / p99', 'ratio of p50s'],
+          [
+            ['rotation', ...cmp(r.held.rotateHeldVsCompress).split(' | ')],
+            ['in place', ...cmp(r.held.inPlaceHeldVsCompress).split(' | ')],
+          ],
+        ) +
+        `\n\nCounted on the real clients (deterministic):\n\n` +
+        table(
+          ['what', 'sequential DynamoDB calls', 'Redis rounds', 'phases'],
+          r.held.trips.map((t) => [t.what, t.dynamoSteps, t.redisRounds, t.detail.join(' → ')]),
         ),
     );
   }

@@ -12,6 +12,7 @@ import { benchBundles } from './bundle-bench.js';
 import { benchCapacity, type CapacityResults } from './capacity/index.js';
 import { benchClientBundle } from './client-bench.js';
 import { benchCommit } from './commit-bench.js';
+import { benchHeld } from './held-bench.js';
 import { benchContention, benchLoser } from './contention-bench.js';
 import { goalsOf } from './goals.js';
 import { benchJsonBody } from './json-body-bench.js';
@@ -62,6 +63,10 @@ try {
   if (want('commit')) {
     step('commit');
     results.commit = await benchCommit(coord, n(60));
+  }
+  if (want('held')) {
+    step('held attempt vs compress (issue 29)');
+    results.held = await benchHeld(coord, n(30));
   }
   if (want('contention')) {
     step('contention');

@@ -61,9 +61,11 @@ function replacementOf(ctx: RouteContext, attemptId: string): Item[] {
   return [...checked.items];
 }
 
+/** E3: answered as compress answers (warnings always there, as outcomeView words it), plus `replayed` on a repeat. */
 function commitResult(answer: Record<string, unknown>): RouteResult {
   if (answer.outcome === 'skipped' && answer.reason === 'lease_unavailable') throw leaseUnavailable();
-  const { items, ...rest } = answer;
+  const { items, ...given } = answer;
+  const rest: Record<string, unknown> = { ...given, warnings: Array.isArray(given.warnings) ? given.warnings : [] };
   if (!Array.isArray(items)) return { status: 200, body: rest.outcome === 'compressed' ? { ...rest, replayed: true } : rest };
   const cut = leadingWithin(items, MAX_PAGE_BYTES);
   return { status: 200, body: { ...rest, messages: cut.items, truncated: cut.truncated } };

@@ -838,6 +838,31 @@ export interface components {
             /** @description The replacement for items 1..throughSeq, validated like an append */
             messages: unknown[];
         };
+        /** @description A held attempt's commit answers as compress does (SPEC E3), plus replayed on a repeat */
+        CommitCompactionResponse: {
+            /** @enum {string} */
+            outcome: "compressed" | "skipped" | "noop";
+            /** @enum {string} */
+            reason?: "locked" | "lease_lost" | "adopted" | "stale" | "empty_result" | "unchanged" | "grown" | "aborted" | "nothing_to_compact" | "review_origin" | "cancelled" | "lease_unavailable";
+            /** @description The session to continue on (the live tip when adopted) */
+            sessionId: string;
+            previousSessionId?: string;
+            /** @enum {string} */
+            mode?: "in_place" | "rotate";
+            /** @description skipped/locked: the lease holder's token */
+            holder?: string | null;
+            /** @description compressed only: the live transcript, its leading items when the whole would pass 4.5 MB of JSON (then truncated is true) */
+            messages?: components["schemas"]["Item"][];
+            /** @description compressed only: messages holds only the leading items that fit in one response; read the whole transcript with GET /sessions/{id}/messages */
+            truncated?: boolean;
+            warnings: string[];
+            /** @description compressed: the conversation the session belongs to */
+            conversationId?: string;
+            /** @description compressed in place: the generation the replacement made active */
+            generation?: number;
+            /** @description true: a repeated commit of this attempt, answered from its first outcome; nothing was applied again */
+            replayed?: boolean;
+        };
         AttemptResponse: {
             attempt: components["schemas"]["CompactionAttempt"];
         };
@@ -2019,7 +2044,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["CompressResponse"];
+                    "application/json": components["schemas"]["CommitCompactionResponse"];
                 };
             };
             400: components["responses"]["BadRequest"];
@@ -2289,7 +2314,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["CompressResponse"];
+                    "application/json": components["schemas"]["CommitCompactionResponse"];
                 };
             };
             400: components["responses"]["BadRequest"];

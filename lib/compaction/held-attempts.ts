@@ -111,6 +111,11 @@ function sameText(a: string, b: string): boolean {
   return x.length === y.length && timingSafeEqual(x, y);
 }
 
+/** E8: an ended attempt's outcome is the token's alone (rows written before holders were kept: anyone's, as before). */
+function heldBy(prior: HeldOutcomeRecord, holder: string): boolean {
+  return prior.holder === undefined || sameText(prior.holder, holder);
+}
+
 function endingAnswer(e: Ending, sessionId: string): Record<string, unknown> {
   switch (e.ended) {
     case 'skipped':
@@ -249,7 +254,7 @@ export class HeldAttempts {
     const reading = store.readRange(ref, k.generation, k.watermark);
     reading.catch(() => undefined);
     // The claim (token-checked by the recorded holder), the ownership check and the snapshot, side by side.
-    const [begun, owned] = await Promise.all([store.claimHeldCommit(ref, k.id, holder), leaseApi.refresh(lease, k.ttlMs)]);
+    const [begun, owned] = await Promise.all([store.claimHeldCommit(ref, k.id, holder, k), leaseApi.refresh(lease, k.ttlMs)]);
     // Not ours to commit (ended, under way, wrong token): the extend above changed nothing that matters.
     if (!begun) return this.afterEnd(ref, k, attemptId, holder);
     const scope = new AttemptScope(lease, this.phase, ref);
@@ -282,7 +287,7 @@ export class HeldAttempts {
   ): Promise<{ answer: Record<string, unknown>; commitMs?: number }> {
     const { store } = this.deps;
     const end = async (answer: Record<string, unknown>, status: HeldOutcomeRecord['status'], label: string) => {
-      await store.endHeldAttempt(ref, k.id, holder, { activityLabel: label, outcome: { status, answer }, claimed: true });
+      await store.endHeldAttempt(ref, k.id, holder, { activityLabel: label, outcome: { status, answer, holder }, claimed: true });
       return { answer };
     };
     // L6: a lease no longer ours never commits (E2), whatever the fence would say.
@@ -317,7 +322,7 @@ export class HeldAttempts {
             previousSessionId: ref.sessionId,
             generation: inPlaceGeneration(begun),
           };
-    const record = store.heldOutcomeRow(ref, k.id, { status: 'committed', answer: { ...first, warnings: [] } });
+    const record = store.heldOutcomeRow(ref, k.id, { status: 'committed', answer: { ...first, warnings: [] }, holder });
     const started = this.#now();
     const committed = await commitReplacement(store, scope, ref, begun, k.mode, checked.anchored, adapter, record, partial);
     const commitMs = this.#now() - started;
@@ -346,11 +351,12 @@ export class HeldAttempts {
     const answer = { outcome: 'skipped', reason: 'cancelled', sessionId: ref.sessionId };
     const ended = await this.deps.store.endHeldAttempt(ref, k.id, holder, {
       activityLabel: ACTIVITY_LABELS.failed,
-      outcome: { status: 'cancelled', answer },
+      outcome: { status: 'cancelled', answer, holder },
       claimed: false,
     });
     if (!ended) {
       const prior = await this.deps.store.readHeldOutcome(ref, k.id);
+      if (prior && !heldBy(prior, holder)) throw new HeldAttemptRefused('token_invalid', attemptId);
       if (prior?.status === 'committed') throw new HeldAttemptRefused('committed', attemptId);
       if (!prior) {
         const why = await this.whyNotOurs(ref, k, attemptId, holder, false);
@@ -369,7 +375,7 @@ export class HeldAttempts {
   /** The attempt as it stands, without its token (E8). */
   async status(ref: SessionRef, attemptId: string): Promise<AttemptView> {
     const k = this.keyOf(ref, attemptId);
-    const [session, prior] = await Promise.all([this.deps.store.getSession(ref), this.deps.store.readHeldOutcome(ref, k.id)]);
+    const { session, prior } = await this.recordAndOutcome(ref, k);
     const view = this.viewOf(attemptId, k);
     if (prior) return { ...view, status: prior.status, outcome: prior.answer };
     if (!session || k.fence > (session.fence ?? 0)) throw new HeldAttemptRefused('not_found', attemptId);
@@ -384,26 +390,64 @@ export class HeldAttempts {
   /** A commit whose claim was refused: a repeat replays the first outcome (E3); else why it is not ours. */
   private async afterEnd(ref: SessionRef, k: AttemptKey, attemptId: string, holder: string): Promise<Record<string, unknown>> {
     const prior = await this.deps.store.readHeldOutcome(ref, k.id);
-    if (prior && prior.status !== 'cancelled') return prior.answer;
-    if (prior) return { outcome: 'skipped', reason: 'cancelled', sessionId: ref.sessionId };
-    throw new HeldAttemptRefused(await this.whyNotOurs(ref, k, attemptId, holder, false), attemptId);
+    if (prior) return this.replayOf(ref, attemptId, holder, prior);
+    const why = await this.whyNotOurs(ref, k, attemptId, holder, false);
+    // A commit of this attempt ended between the claim and the reads (a retry racing its first try): replay it.
+    if (why === 'committed' || why === 'lease_lost') {
+      const ended = await this.deps.store.readHeldOutcome(ref, k.id);
+      if (ended) return this.replayOf(ref, attemptId, holder, ended);
+    }
+    throw new HeldAttemptRefused(why, attemptId);
+  }
+
+  /** E3 replay, E8: only to the attempt's own token (an outcome written before holders were kept replays as it did). */
+  private replayOf(ref: SessionRef, attemptId: string, holder: string, prior: HeldOutcomeRecord): Record<string, unknown> {
+    if (!heldBy(prior, holder)) throw new HeldAttemptRefused('token_invalid', attemptId);
+    return prior.status !== 'cancelled' ? prior.answer : { outcome: 'skipped', reason: 'cancelled', sessionId: ref.sessionId };
+  }
+
+  /**
+   * The session record and the attempt's outcome row. The two are read side by side, yet the commit
+   * clears the attempt and writes its outcome in one transaction: a record that no longer shows the
+   * attempt beside no outcome may be a commit that landed between the two reads, so the outcome is
+   * read once more, after the record (a concurrent repeat of a commit must not be told lease_lost).
+   */
+  private async recordAndOutcome(ref: SessionRef, k: AttemptKey) {
+    const { store } = this.deps;
+    const [session, first] = await Promise.all([store.getSession(ref), store.readHeldOutcome(ref, k.id)]);
+    const gone = session !== null && k.fence <= (session.fence ?? 0) && session.attempt?.attemptId !== k.id;
+    const prior = first ?? (gone ? await store.readHeldOutcome(ref, k.id) : null);
+    return { session, prior };
   }
 
   /** Reads the record to tell an unknown attempt (404), a wrong token (403), a commit under way and a lost lease apart. */
   private async whyNotOurs(ref: SessionRef, k: AttemptKey, attemptId: string, holder: string, endIfLost: boolean): Promise<HeldRefusal> {
-    const [session, prior] = await Promise.all([this.deps.store.getSession(ref), this.deps.store.readHeldOutcome(ref, k.id)]);
+    const { session, prior } = await this.recordAndOutcome(ref, k);
+    if (prior && !heldBy(prior, holder)) return 'token_invalid';
     if (prior?.status === 'committed') return 'committed';
     if (prior) return 'lease_lost';
     if (!session || k.fence > (session.fence ?? 0)) return 'not_found';
     const current = session.attempt;
     if (current?.attemptId !== k.id) return 'lease_lost';
+    // E8: an id whose fields were changed names no attempt (the claim refused it for that).
+    const named =
+      (session.fence ?? 0) === k.fence &&
+      current.watermark === k.watermark &&
+      session.generation === k.generation &&
+      current.held?.mode === k.mode &&
+      current.held.ttlMs === k.ttlMs;
+    if (!named) return 'not_found';
     if (!sameText(current.holder, holder)) return 'token_invalid';
     if (current.held?.committing !== undefined) return 'commit_in_progress';
     // Our token, our record, and the lease is not ours: lost. That attempt never commits (E2).
     if (endIfLost) {
       const answer = { outcome: 'skipped', reason: 'lease_lost', sessionId: ref.sessionId };
       await this.deps.store
-        .endHeldAttempt(ref, k.id, holder, { activityLabel: ACTIVITY_LABELS.failed, outcome: { status: 'lost', answer }, claimed: false })
+        .endHeldAttempt(ref, k.id, holder, {
+          activityLabel: ACTIVITY_LABELS.failed,
+          outcome: { status: 'lost', answer, holder },
+          claimed: false,
+        })
         .catch((err: unknown) => this.#log.warn('held attempt: could not end a lost attempt; the sweep will', { error: errorFields(err) }));
     }
     return 'lease_lost';

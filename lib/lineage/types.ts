@@ -27,6 +27,15 @@ export interface AttemptRecord {
   held?: HeldInfo;
 }
 
+/** What a held attempt's id says of it; its commit acts only on the attempt that matches all of it (E3, E8). */
+export interface HeldAttemptNamed {
+  fence: number;
+  generation: number;
+  watermark: number;
+  mode: 'in_place' | 'rotate';
+  ttlMs: number;
+}
+
 /** What a held attempt keeps on its record between the agent's requests (SPEC E1-E5). */
 export interface HeldInfo {
   mode: 'in_place' | 'rotate';
@@ -315,6 +324,8 @@ export interface HeldOutcomeRecord {
   status: 'committed' | 'cancelled' | 'lost';
   /** The answer the ending request gave (a compaction outcome view). */
   answer: Record<string, unknown>;
+  /** The attempt's recorded holder (its token's digest): a repeat is answered only with that token (E8). */
+  holder?: string;
 }
 
 export interface ExpiredAttempt {
@@ -451,8 +462,11 @@ export interface LineageStore {
   extendAttempt(ref: SessionRef, attempt: AttemptRecord, leaseExpiresAt: number): Promise<boolean>;
   /** Items 1..watermark of `generation`: a held attempt's snapshot, read again by its commit (E3). */
   readRange(ref: SessionRef, generation: number, watermark: number): Promise<Item[]>;
-  /** E3: claims a held attempt for its commit, checked against its recorded holder; null when it is not ours. */
-  claimHeldCommit(ref: SessionRef, attemptId: string, holder: string): Promise<BegunAttempt | null>;
+  /**
+   * E3: claims a held attempt for its commit, checked against its recorded holder and against what
+   * the agent's attempt id names (fence, snapshot, mode, TTL); null when it is not ours, or not that attempt.
+   */
+  claimHeldCommit(ref: SessionRef, attemptId: string, holder: string, named: HeldAttemptNamed): Promise<BegunAttempt | null>;
   /** E2: the throttled "in progress" mark plus the recorded lease expiry; false when not due (or not ours). */
   markHeldProgress(ref: SessionRef, attemptId: string, holder: string, leaseExpiresAt: number, cutoff: number): Promise<boolean>;
   /** E4: clears a held attempt with its final mark and leaves its outcome row; an unclaimed-only end refuses during a commit. */

@@ -3,11 +3,12 @@
 // commit's claim (an abort during it answers commit_in_progress), the throttled "in progress"
 // mark, and an outcome row a repeated commit or a status read answers from.
 import type { SessionRef } from '../../session-ref.js';
-import type { BegunAttempt, HeldOutcomeRecord } from '../types.js';
+import type { BegunAttempt, HeldAttemptNamed, HeldOutcomeRecord } from '../types.js';
 import { ATTEMPT_ATTRS } from './attempts.js';
 import { toSessionRecord, withDefaults, type StoredMeta } from './meta-row.js';
 import { HELD_PREFIX, sessionPk } from './keys.js';
-import { isConditionFailure } from './retry.js';
+import { StoreOutcomeUnknownError, StoreRetryableError } from '../errors.js';
+import { isConditionFailure, mayHaveApplied } from './retry.js';
 import type { Table } from './table.js';
 
 /** Outcome rows are kept this long: a lost answer is retried within it (like an Idempotency-Key, A3). */
@@ -15,6 +16,13 @@ const OUTCOME_RETENTION_S = 24 * 3600;
 
 const OURS = '#attempt.#attemptId = :aid AND #attempt.#holder = :holder AND attribute_exists(#attempt.#held)';
 const NOT_CLAIMED = 'attribute_not_exists(#attempt.#held.#committing)';
+/**
+ * The attempt the agent's id names, field by field: the id is the agent's to send, so a commit
+ * never trusts it for the snapshot it checks (generation, watermark) or how it commits (mode).
+ */
+const NAMED = '#fence = :fence AND #attemptWatermark = :wm AND #attempt.#held.#mode = :mode AND #attempt.#held.#ttlMs = :ttl';
+/** A record that never changed generation may have no generation attribute (withDefaults reads it as 0). */
+const generationIs = (g: number) => (g === 0 ? '(attribute_not_exists(#generation) OR #generation = :gen)' : '#generation = :gen');
 
 export function heldOutcomeKey(ref: SessionRef, attemptId: string): { pk: string; sk: string } {
   return { pk: sessionPk(ref), sk: `${HELD_PREFIX}${attemptId}` };
@@ -40,13 +48,25 @@ export class HeldAttemptWrites {
   }
 
   /** E3: claims the attempt for its commit (token-checked by the recorded holder); null when it is not ours to commit. */
-  async claimCommit(ref: SessionRef, attemptId: string, holder: string): Promise<BegunAttempt | null> {
+  async claimCommit(ref: SessionRef, attemptId: string, holder: string, named: HeldAttemptNamed): Promise<BegunAttempt | null> {
     try {
       const out = await this.table.update(
         'claim held commit',
         ref,
-        { update: 'SET #attempt.#held.#committing = :now', condition: `${OURS} AND ${NOT_CLAIMED}` },
-        { ':aid': attemptId, ':holder': holder, ':now': this.table.now() },
+        {
+          update: 'SET #attempt.#held.#committing = :now',
+          condition: `${OURS} AND ${NOT_CLAIMED} AND ${NAMED} AND ${generationIs(named.generation)}`,
+        },
+        {
+          ':aid': attemptId,
+          ':holder': holder,
+          ':now': this.table.now(),
+          ':fence': named.fence,
+          ':wm': named.watermark,
+          ':mode': named.mode,
+          ':ttl': named.ttlMs,
+          ':gen': named.generation,
+        },
         'ALL_NEW',
       );
       const meta = withDefaults(out.Attributes as StoredMeta);
@@ -55,6 +75,10 @@ export class HeldAttemptWrites {
       return { attempt, session: toSessionRecord(meta), version: meta.version };
     } catch (err) {
       if (isConditionFailure(err)) return null;
+      // The claim may have landed unanswered (a stalled store resumes): then a retry of this commit is
+      // refused as commit_in_progress until a takeover, so the answer is "unknown", never "nothing applied".
+      if (err instanceof StoreRetryableError && mayHaveApplied(err.cause))
+        throw new StoreOutcomeUnknownError(`claim held commit on ${ref.sessionId}: DynamoDB did not confirm it`, err.cause);
       throw err;
     }
   }

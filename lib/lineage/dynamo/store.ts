@@ -8,6 +8,7 @@
 // cleanup (a failed commit, the sweep) deletes items only under a child id whose META is absent.
 import type { SessionRef } from '../../session-ref.js';
 import type {
+  HeldAttemptNamed,
   AppendInput,
   AppendResult,
   AttemptRecord,
@@ -224,8 +225,8 @@ export class DynamoLineageStore implements LineageStore {
   readRange(ref: SessionRef, generation: number, watermark: number): Promise<Item[]> {
     return this.table.readItems(sessionPk(ref), generation, 1, watermark);
   }
-  claimHeldCommit(ref: SessionRef, attemptId: string, holder: string): Promise<BegunAttempt | null> {
-    return this.held.claimCommit(ref, attemptId, holder);
+  claimHeldCommit(ref: SessionRef, attemptId: string, holder: string, named: HeldAttemptNamed): Promise<BegunAttempt | null> {
+    return this.held.claimCommit(ref, attemptId, holder, named);
   }
   markHeldProgress(ref: SessionRef, attemptId: string, holder: string, leaseExpiresAt: number, cutoff: number): Promise<boolean> {
     return this.held.markProgress(ref, attemptId, holder, 'compaction in progress', leaseExpiresAt, cutoff);
