@@ -14,7 +14,6 @@ import type {
   CreateSessionRequest,
   BeginTurnRequest,
   GrantedTurn,
-  Turn,
   HistoryTransactionRequest,
   HistoryTransactionResponse,
   Item,
@@ -129,8 +128,7 @@ export class LineageClient {
 
   /** GET /sessions/{id}. */
   async getSession(id: string, opts: CallOptions = {}): Promise<Session> {
-    const r = await this.#send('repeatable', opts, (signal) => this.#api.GET('/sessions/{id}', { ...inSession(id), signal }));
-    return r.data.session;
+    return (await this.#call<{ session: Session }>('GET', sessionPath(id), opts)).session;
   }
 
   /**
@@ -138,7 +136,7 @@ export class LineageClient {
    * attempt is what deleted it.
    */
   deleteSession(id: string, opts: CallOptions = {}): Promise<void> {
-    return deleted(this.#send('repeatable', opts, (signal) => this.#api.DELETE('/sessions/{id}', { ...inSession(id), signal })));
+    return deleted(this.#call('DELETE', sessionPath(id), opts));
   }
 
   /**
@@ -187,15 +185,8 @@ export class LineageClient {
   }
 
   /** GET /sessions/{id}/messages: one page in order; pass the previous page's nextCursor to go on. */
-  async listMessages(
-    id: string,
-    query: PageOptions & { cursor?: string; tail?: number } = {},
-    opts: CallOptions = {},
-  ): Promise<MessagesPage> {
-    const r = await this.#send('repeatable', opts, (signal) =>
-      this.#api.GET('/sessions/{id}/messages', { params: { path: { id }, query: { ...query } }, signal }),
-    );
-    return r.data;
+  listMessages(id: string, query: PageOptions & { cursor?: string; tail?: number } = {}, opts: CallOptions = {}): Promise<MessagesPage> {
+    return this.#call('GET', `${sessionPath(id)}/messages`, { ...opts, query });
   }
 
   /**
@@ -225,15 +216,13 @@ export class LineageClient {
    * DELETE /sessions/{id}/messages/last: removes and returns the last item (null when empty).
    * Not retried once it may have reached the service: a repeat would remove a second item.
    */
-  async pop(id: string, opts: CallOptions = {}): Promise<PopResponse> {
-    const r = await this.#send('once', opts, (signal) => this.#api.DELETE('/sessions/{id}/messages/last', { ...inSession(id), signal }));
-    return r.data;
+  pop(id: string, opts: CallOptions = {}): Promise<PopResponse> {
+    return this.#call('DELETE', `${sessionPath(id)}/messages/last`, { ...opts, safety: 'once' });
   }
 
   /** GET /sessions/{id}/lineage: the chain root → tip, from any member. */
-  async lineage(id: string, opts: CallOptions = {}): Promise<Lineage> {
-    const r = await this.#send('repeatable', opts, (signal) => this.#api.GET('/sessions/{id}/lineage', { ...inSession(id), signal }));
-    return r.data;
+  lineage(id: string, opts: CallOptions = {}): Promise<Lineage> {
+    return this.#call('GET', `${sessionPath(id)}/lineage`, opts);
   }
 
   /**
@@ -241,11 +230,8 @@ export class LineageClient {
    * answers skipped/adopted naming the one child); an in-place compaction only after the
    * service's own 503 (a repeat would compact twice).
    */
-  async compress(id: string, req: CompressRequest = {}, opts: CallOptions = {}): Promise<CompressResponse> {
-    const r = await this.#send(compressSafety(req), opts, (signal) =>
-      this.#api.POST('/sessions/{id}/compress', { ...inSession(id), body: req, signal }),
-    );
-    return r.data;
+  compress(id: string, req: CompressRequest = {}, opts: CallOptions = {}): Promise<CompressResponse> {
+    return this.#call('POST', `${sessionPath(id)}/compress`, { ...opts, body: req, safety: compressSafety(req) });
   }
 
   // Conversations (SPEC K1-K3): one id, chosen by the caller, for a whole chain. Every route acts
@@ -258,38 +244,29 @@ export class LineageClient {
     opts: CallOptions = {},
   ): Promise<{ conversation: Conversation; created: boolean }> {
     const r = await this.#send('repeatable', opts, (signal) =>
-      this.#api.PUT('/conversations/{conversationId}', { ...inConversation(id), body: req, signal }),
+      this.#api.PUT('/conversations/{conversationId}', { params: { path: { conversationId: id } }, body: req, signal }),
     );
     return { conversation: r.data.conversation, created: r.response.status === 201 };
   }
 
   /** GET /conversations/{id}. */
   async getConversation(id: string, opts: CallOptions = {}): Promise<Conversation> {
-    const r = await this.#send('repeatable', opts, (signal) =>
-      this.#api.GET('/conversations/{conversationId}', { ...inConversation(id), signal }),
-    );
-    return r.data.conversation;
+    return (await this.#call<{ conversation: Conversation }>('GET', conversationPath(id), opts)).conversation;
   }
 
   /** GET /conversations: most recently active first; pass nextCursor to go on. */
-  async listConversations(query: { limit?: number; cursor?: string } = {}, opts: CallOptions = {}): Promise<ConversationsPage> {
-    const r = await this.#send('repeatable', opts, (signal) => this.#api.GET('/conversations', { params: { query }, signal }));
-    return r.data;
+  listConversations(query: { limit?: number; cursor?: string } = {}, opts: CallOptions = {}): Promise<ConversationsPage> {
+    return this.#call('GET', '/conversations', { ...opts, query });
   }
 
   /** PATCH /conversations/{id}: replaces its metadata. */
   async updateConversation(id: string, metadata: Record<string, unknown>, opts: CallOptions = {}): Promise<Conversation> {
-    const r = await this.#send('repeatable', opts, (signal) =>
-      this.#api.PATCH('/conversations/{conversationId}', { ...inConversation(id), body: { metadata }, signal }),
-    );
-    return r.data.conversation;
+    return (await this.#call<{ conversation: Conversation }>('PATCH', conversationPath(id), { ...opts, body: { metadata } })).conversation;
   }
 
   /** DELETE /conversations/{id}: every session of the chain. A 404 after an unanswered attempt counts as done. */
   deleteConversation(id: string, opts: CallOptions = {}): Promise<void> {
-    return deleted(
-      this.#send('repeatable', opts, (signal) => this.#api.DELETE('/conversations/{conversationId}', { ...inConversation(id), signal })),
-    );
+    return deleted(this.#call('DELETE', conversationPath(id), opts));
   }
 
   /** POST /conversations/{id}/messages: appended to the live session, at most once across retries and rotations (K2, A3). */
@@ -338,15 +315,12 @@ export class LineageClient {
   }
 
   /** GET /conversations/{id}/messages: a page (or the tail) of the live session; the page names it. */
-  async listConversationMessages(
+  listConversationMessages(
     id: string,
     query: PageOptions & { cursor?: string; tail?: number } = {},
     opts: CallOptions = {},
   ): Promise<MessagesPage> {
-    const r = await this.#send('repeatable', opts, (signal) =>
-      this.#api.GET('/conversations/{conversationId}/messages', { params: { path: { conversationId: id }, query: { ...query } }, signal }),
-    );
-    return r.data;
+    return this.#call('GET', `${conversationPath(id)}/messages`, { ...opts, query });
   }
 
   /** Every item of the live session; starts over when a compaction makes the cursor stale meanwhile. */
@@ -355,27 +329,18 @@ export class LineageClient {
   }
 
   /** DELETE /conversations/{id}/messages/last. Not retried once it may have reached the service. */
-  async popConversation(id: string, opts: CallOptions = {}): Promise<PopResponse> {
-    const r = await this.#send('once', opts, (signal) =>
-      this.#api.DELETE('/conversations/{conversationId}/messages/last', { ...inConversation(id), signal }),
-    );
-    return r.data;
+  popConversation(id: string, opts: CallOptions = {}): Promise<PopResponse> {
+    return this.#call('DELETE', `${conversationPath(id)}/messages/last`, { ...opts, safety: 'once' });
   }
 
   /** GET /conversations/{id}/lineage: the chain root → tip. */
-  async conversationLineage(id: string, opts: CallOptions = {}): Promise<Lineage> {
-    const r = await this.#send('repeatable', opts, (signal) =>
-      this.#api.GET('/conversations/{conversationId}/lineage', { ...inConversation(id), signal }),
-    );
-    return r.data;
+  conversationLineage(id: string, opts: CallOptions = {}): Promise<Lineage> {
+    return this.#call('GET', `${conversationPath(id)}/lineage`, opts);
   }
 
   /** POST /conversations/{id}/compress on the live session (retried like compress()). */
-  async compressConversation(id: string, req: CompressRequest = {}, opts: CallOptions = {}): Promise<CompressResponse> {
-    const r = await this.#send(compressSafety(req), opts, (signal) =>
-      this.#api.POST('/conversations/{conversationId}/compress', { ...inConversation(id), body: req, signal }),
-    );
-    return r.data;
+  compressConversation(id: string, req: CompressRequest = {}, opts: CallOptions = {}): Promise<CompressResponse> {
+    return this.#call('POST', `${conversationPath(id)}/compress`, { ...opts, body: req, safety: compressSafety(req) });
   }
 
   /**
@@ -434,22 +399,20 @@ export class LineageClient {
     return this.#call('DELETE', turnPath(id, turn), { headers: { 'turn-token': turn.turnToken } });
   }
 
-  /** The current turn (never its token), or null. */
-  currentTurn(id: string): Promise<Turn | null> {
-    return this.#call<{ turn: Turn | null }>('GET', `${conversationPath(id)}/turns/current`, {}).then((r) => r.turn);
-  }
-
-  /** A route sent untyped (held attempts, turns); `beat` is a heartbeat's timeout: one attempt, no retry. */
+  /**
+   * A route by its path (the twins of the session and conversation routes share it, which keeps
+   * the bundle inside its size goal); answers are typed by the caller from the document's types.
+   * `beat` is a heartbeat's timeout: one attempt, no retry.
+   */
   async #call<D>(
     method: string,
     path: string,
-    { headers, body, safety = 'repeatable', beat }: { headers?: object; body?: unknown; safety?: Safety; beat?: number | undefined },
+    { headers, body, query, safety = 'repeatable', beat, signal, timeoutMs }: RawCall,
   ): Promise<D> {
     const request = this.#api.request as unknown as (m: string, path: string, init: object) => Promise<FetchResult<D>>;
     const policy = beat ? { ...this.#policy, maxAttempts: 1 } : this.#policy;
-    return (
-      await send((signal) => request(method, path, { headers, body, signal }), { safety, policy, timeoutMs: beat ?? this.#timeoutMs })
-    ).data;
+    const init = (s: AbortSignal) => request(method, path, { headers, body, params: { query }, signal: s });
+    return (await send(init, { safety, policy, timeoutMs: beat ?? timeoutMs ?? this.#timeoutMs, signal })).data;
   }
 
   #send<D>(safety: Safety, opts: CallOptions, attempt: (signal: AbortSignal) => Promise<FetchResult<D>>) {
@@ -457,17 +420,12 @@ export class LineageClient {
   }
 }
 
-export function createLineageClient(opts: LineageClientOptions): LineageClient {
-  return new LineageClient(opts);
-}
-
-// Path parameters, built once per family (the bundle stays small: issue 12's size goal).
-const inConversation = (conversationId: string) => ({ params: { path: { conversationId } } });
-const inSession = (id: string) => ({ params: { path: { id } } });
+const sessionPath = (id: string) => `/sessions/${encodeURIComponent(id)}`;
 const conversationPath = (id: string) => `/conversations/${encodeURIComponent(id)}`;
 const turnPath = (id: string, turn: GrantedTurn) => `${conversationPath(id)}/turns/${encodeURIComponent(turn.turnId)}`;
 
 type Transcript = { items: Item[]; session: Session };
+type RawCall = CallOptions & { headers?: object; body?: unknown; query?: object; safety?: Safety; beat?: number | undefined };
 type PageQuery = PageOptions & { cursor?: string };
 
 /** The pages of a session's items (a session, or a conversation's live one) through nextCursor. */

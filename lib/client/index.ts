@@ -1,6 +1,6 @@
 // The package's main entry (@session-lineage/client): the HTTP client, its errors and types.
 // Nothing here needs @openai/agents-core; LineageSession is the ./agents entry (agents.ts).
-export { LineageClient, createLineageClient, newIdempotencyKey, DEFAULT_TIMEOUT_MS } from './client.js';
+export { LineageClient, newIdempotencyKey, DEFAULT_TIMEOUT_MS } from './client.js';
 export type {
   LineageClientOptions,
   CallOptions,

@@ -14,8 +14,7 @@ export class UnsupportedValueError extends LineageError {
   }
 }
 
-const BINARY_HINT =
-  'Binary data is not kept: encode it as a string first (for an image, a base64 data: URL in input_image.image), and decode it when you read it back.';
+const BINARY_HINT = 'Only Uint8Array is kept as binary: send other binary data as a string (an image as a base64 data: URL).';
 
 /** Throws UnsupportedValueError for the first value of `value` that JSON.stringify would not return as it is. */
 export function assertJsonValue(value: unknown, path: string): void {

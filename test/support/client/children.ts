@@ -11,22 +11,27 @@ export async function buildLineageChild(): Promise<void> {
   await bundleChild(source, bundle);
 }
 
-export interface Child {
-  lines: ChildLine[];
+export interface Child<L extends { kind: string } = ChildLine> {
+  lines: L[];
   stderr(): string;
   /** Resolves with the first line of this kind (already seen or still to come). */
-  next<K extends ChildLine['kind']>(kind: K, timeoutMs?: number): Promise<Extract<ChildLine, { kind: K }>>;
+  next<K extends L['kind']>(kind: K, timeoutMs?: number): Promise<Extract<L, { kind: K }>>;
   send(line: string): void;
   exited: Promise<number | null>;
   kill(): void;
 }
 
 export function startLineageChild(env: Record<string, string>): Child {
-  const proc: ChildProcessWithoutNullStreams = spawn(process.execPath, [bundle], {
+  return startChild<ChildLine>(bundle, env);
+}
+
+/** A bundled child script (bundleChild) that writes JSON lines with a `kind` on stdout. */
+export function startChild<L extends { kind: string }>(bundlePath: string, env: Record<string, string>): Child<L> {
+  const proc: ChildProcessWithoutNullStreams = spawn(process.execPath, [bundlePath], {
     env: { ...process.env, ...env },
     stdio: ['pipe', 'pipe', 'pipe'],
   });
-  const lines: ChildLine[] = [];
+  const lines: L[] = [];
   const waiters: (() => void)[] = [];
   let err = '';
   let buf = '';
@@ -35,7 +40,7 @@ export function startLineageChild(env: Record<string, string>): Child {
     for (let i = buf.indexOf('\n'); i >= 0; i = buf.indexOf('\n')) {
       const text = buf.slice(0, i);
       buf = buf.slice(i + 1);
-      if (text.trim()) lines.push(JSON.parse(text) as ChildLine);
+      if (text.trim()) lines.push(JSON.parse(text) as L);
     }
     waiters.splice(0).forEach((w) => w());
   });
@@ -55,7 +60,7 @@ export function startLineageChild(env: Record<string, string>): Child {
       const deadline = Date.now() + timeoutMs;
       for (;;) {
         const found = lines.find((l) => l.kind === kind);
-        if (found) return found as Extract<ChildLine, { kind: typeof kind }>;
+        if (found) return found as Extract<L, { kind: typeof kind }>;
         if (done) throw new Error(`child exited without a "${kind}" line:\n${err.slice(-3000)}`);
         if (Date.now() > deadline) throw new Error(`no "${kind}" line within ${timeoutMs} ms:\n${err.slice(-3000)}`);
         await new Promise<void>((resolve) => {
