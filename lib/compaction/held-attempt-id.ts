@@ -19,18 +19,29 @@ export interface AttemptKey {
   format: ItemFormat;
   /** K1: the session's conversation when the attempt began (absent on records from before conversations). */
   conversationId?: string;
+  /** P6: the snapshot is the session's oldest part, through this seq (a row's end, at most `watermark`); the commit replaces exactly it. */
+  through?: number;
+}
+
+/** The snapshot's last seq: the part's end for a partial attempt (P6), else the attempt's watermark. */
+export function snapshotEnd(k: AttemptKey): number {
+  return k.through ?? k.watermark;
 }
 
 export function encodeAttemptId(k: AttemptKey): string {
   const fields = [k.sessionId, k.id, k.fence, k.generation, k.watermark, k.ttlMs, k.mode, k.format, k.conversationId ?? null];
+  if (k.through !== undefined) fields.push(k.through);
   return Buffer.from(JSON.stringify(fields)).toString('base64url');
 }
 
 export function decodeAttemptId(attemptId: string): AttemptKey | null {
   try {
     const a = JSON.parse(Buffer.from(attemptId, 'base64url').toString('utf8')) as unknown;
-    if (!Array.isArray(a) || a.length !== 9) return null;
-    const [sessionId, id, fence, generation, watermark, ttlMs, mode, format, conversationId] = a as unknown[];
+    if (!Array.isArray(a) || (a.length !== 9 && a.length !== 10)) return null;
+    const [sessionId, id, fence, generation, watermark, ttlMs, mode, format, conversationId, through] = a as unknown[];
+    // E8: a part's end is a positive seq within the snapshot the claim checks (the store checks it ends a row).
+    if (through !== undefined && !(Number.isInteger(through) && (through as number) >= 1 && (through as number) < (watermark as number)))
+      return null;
     const ints = [fence, generation, watermark, ttlMs].every((n) => Number.isInteger(n) && (n as number) >= 0);
     if (typeof sessionId !== 'string' || typeof id !== 'string' || !ints) return null;
     if ((mode !== 'in_place' && mode !== 'rotate') || (format !== 'chat' && format !== 'responses')) return null;
@@ -45,6 +56,7 @@ export function decodeAttemptId(attemptId: string): AttemptKey | null {
       mode,
       format,
       ...(conversationId !== null ? { conversationId } : {}),
+      ...(through !== undefined ? { through: through as number } : {}),
     };
   } catch {
     return null;

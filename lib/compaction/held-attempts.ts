@@ -20,7 +20,7 @@ import { sessionKey, type SessionRef } from '../session-ref.js';
 import { AttemptScope } from './attempt-scope.js';
 import { snapshotBound } from './bounded-part.js';
 import { announceCommit, committedOf, countAttempt, counted, type CompactionFollowUps } from './follow-ups.js';
-import { decodeAttemptId, encodeAttemptId, type AttemptKey } from './held-attempt-id.js';
+import { decodeAttemptId, encodeAttemptId, snapshotEnd, type AttemptKey } from './held-attempt-id.js';
 import {
   acquireLease,
   beginUnderLease,
@@ -184,7 +184,8 @@ export class HeldAttempts {
         id: begun.attempt.attemptId,
         fence: begun.attempt.fence,
         generation: begun.session.generation,
-        watermark: through,
+        watermark: begun.attempt.watermark,
+        ...(part ? { through: part.through } : {}),
         ttlMs,
         mode: req.mode,
         format: begun.session.format,
@@ -251,7 +252,7 @@ export class HeldAttempts {
     const holder = leaseValueOf(token);
     const { store, lease: leaseApi } = this.deps;
     const lease = this.leaseOf(ref, holder, k);
-    const reading = store.readRange(ref, k.generation, k.watermark);
+    const reading = store.readRange(ref, k.generation, snapshotEnd(k));
     reading.catch(() => undefined);
     // The claim (token-checked by the recorded holder), the ownership check and the snapshot, side by side.
     const [begun, owned] = await Promise.all([store.claimHeldCommit(ref, k.id, holder, k), leaseApi.refresh(lease, k.ttlMs)]);
@@ -302,8 +303,8 @@ export class HeldAttempts {
     const adapter = adapterFor(k.format);
     const checked = await checkReplacement(snapshot, replacement, adapter);
     if (isEnding(checked)) return end(endingAnswer(checked, ref.sessionId), 'committed', ACTIVITY_LABELS.completed);
-    // P6: the begin handed out the oldest part only (its id's watermark is below the record's): replace exactly it.
-    const partial = k.watermark < begun.attempt.watermark ? { through: k.watermark } : undefined;
+    // P6: the begin handed out the oldest part only: replace exactly it.
+    const partial = k.through !== undefined ? { through: k.through } : undefined;
     const first = partial
       ? {
           outcome: 'compressed',
@@ -469,7 +470,7 @@ export class HeldAttempts {
       sessionId: k.sessionId,
       mode: k.mode,
       fence: k.fence,
-      throughSeq: k.watermark,
+      throughSeq: snapshotEnd(k),
       ttlMs: k.ttlMs,
       heartbeatIntervalMs: defaultRefreshInterval(k.ttlMs),
     };

@@ -48,6 +48,7 @@ import type {
   TurnView,
 } from '../types.js';
 import type { Item } from '../../items/types.js';
+import { StaleSnapshotError } from '../errors.js';
 import { Attempts } from './attempts.js';
 import { commitPartial } from './bounded.js';
 import { Commits } from './commit.js';
@@ -205,6 +206,10 @@ export class DynamoLineageStore implements LineageStore {
     // again; a pop that changed those rows since made the attempt stale anyway (A6).
     const part =
       this.attempts.partOf(begun) ?? (await this.table.queryRange(sessionPk(ref), begun.session.generation, 1, input.through)).items;
+    // The part's rows all go: it must end where a row ends, or items after it would go too (E8: an id's `through` is not trusted).
+    const last = part.at(-1);
+    if (!last || last.seq !== input.through || Number(last.row.sk.slice(last.row.sk.lastIndexOf('#') + 1)) !== input.through)
+      throw new StaleSnapshotError(ref.sessionId);
     return commitPartial(this.table, ref, begun, part, input);
   }
   commitRotation(ref: SessionRef, begun: BegunAttempt, input: CommitInput): Promise<RotationCommitted> {

@@ -25,7 +25,12 @@ let direct: LineageClient;
 let viaProxy: LineageClient;
 
 beforeAll(async () => {
-  service = await startLocalService({ afterTurn: false });
+  // An attempt bound (P6) above the 4.5 MB a begin answers, so the truncated-snapshot case below exists
+  // (at the default 4 MiB bound a begin hands out a bounded part instead, tested in bounded-attempts).
+  service = await startLocalService({
+    afterTurn: false,
+    env: { COMPACTION_ATTEMPT_MAX_BYTES: String(8 * 1024 * 1024), COMPACTION_ATTEMPT_MAX_TOKENS: '10000000' },
+  });
   apiKey = await service.createApiKey(`held-${randomUUID().slice(0, 8)}`);
   proxy = await startFaultProxy(service.baseUrl);
   direct = new LineageClient({ baseUrl: service.baseUrl, apiKey });
