@@ -13,6 +13,7 @@ import { liveSessionOf } from './conversation-routes.js';
 import { HttpError, leaseUnavailable } from './errors.js';
 import type { Route, RouteContext, RouteResult } from './routes.js';
 import { beginCompactionBody, commitCompactionBody, parseWith } from './schemas.js';
+import { turnTokenOf } from './turn-routes.js';
 import { leadingWithin } from './views.js';
 
 const notFoundAttempt = (): HttpError => new HttpError(404, 'not_found', 'compaction attempt not found');
@@ -108,7 +109,11 @@ function attemptRoutes(base: string, refOf: (ctx: RouteContext) => SessionRef): 
       async handle(ctx) {
         const token = tokenOf(ctx);
         const replacement = replacementOf(ctx, ctx.params.attemptId!);
-        const answer = await heldOf(ctx).commit(refOf(ctx), ctx.params.attemptId!, token, replacement, { correlationId: ctx.requestId });
+        const turn = turnTokenOf(ctx);
+        const answer = await heldOf(ctx).commit(refOf(ctx), ctx.params.attemptId!, token, replacement, {
+          correlationId: ctx.requestId,
+          ...(turn ? { turn } : {}),
+        });
         return commitResult(answer);
       },
     },

@@ -2024,6 +2024,8 @@ export interface operations {
             header: {
                 /** @description The secret leaseToken the begin answered (SPEC E8): never logged, never answered again */
                 "Lease-Token": components["parameters"]["LeaseToken"];
+                /** @description T3: the turn's token; the write lands only while that turn is current (409 turn_superseded / turn_ended / turn_expired otherwise, 403 turn_token_invalid for a token that does not match) */
+                "Turn-Token"?: components["parameters"]["TurnToken"];
             };
             path: {
                 id: components["parameters"]["SessionId"];
@@ -2293,6 +2295,8 @@ export interface operations {
             header: {
                 /** @description The secret leaseToken the begin answered (SPEC E8): never logged, never answered again */
                 "Lease-Token": components["parameters"]["LeaseToken"];
+                /** @description T3: the turn's token; the write lands only while that turn is current (409 turn_superseded / turn_ended / turn_expired otherwise, 403 turn_token_invalid for a token that does not match) */
+                "Turn-Token"?: components["parameters"]["TurnToken"];
             };
             path: {
                 /** @description The conversation's id, chosen by the client (or a root session's id for a chain made with POST /sessions); scoped to the tenant */
@@ -2362,7 +2366,10 @@ export interface operations {
     applySessionHistoryTransaction: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description T3: the turn's token; the write lands only while that turn is current (409 turn_superseded / turn_ended / turn_expired otherwise, 403 turn_token_invalid for a token that does not match) */
+                "Turn-Token"?: components["parameters"]["TurnToken"];
+            };
             path: {
                 id: components["parameters"]["SessionId"];
             };
@@ -2409,7 +2416,10 @@ export interface operations {
     applyConversationHistoryTransaction: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description T3: the turn's token; the write lands only while that turn is current (409 turn_superseded / turn_ended / turn_expired otherwise, 403 turn_token_invalid for a token that does not match) */
+                "Turn-Token"?: components["parameters"]["TurnToken"];
+            };
             path: {
                 /** @description The conversation's id, chosen by the client (or a root session's id for a chain made with POST /sessions); scoped to the tenant */
                 conversationId: components["parameters"]["ConversationId"];

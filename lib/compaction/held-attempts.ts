@@ -14,7 +14,7 @@ import { LEASE_UNAVAILABLE_MESSAGE } from '../lease/errors.js';
 import { adapterFor } from '../items/adapters.js';
 import type { Item } from '../items/types.js';
 import { defaultRefreshInterval, type Lease, type LeaseApi } from '../lease/index.js';
-import type { AttemptBudget, HeldOutcomeRecord, LineageStore } from '../lineage/types.js';
+import type { AttemptBudget, HeldOutcomeRecord, LineageStore, TurnCredential } from '../lineage/types.js';
 import { silentLogger, type Logger } from '../logger.js';
 import { sessionKey, type SessionRef } from '../session-ref.js';
 import { AttemptScope } from './attempt-scope.js';
@@ -246,7 +246,7 @@ export class HeldAttempts {
     attemptId: string,
     token: string,
     replacement: Item[],
-    opts: { correlationId?: string } = {},
+    opts: { correlationId?: string; turn?: TurnCredential } = {},
   ): Promise<Record<string, unknown>> {
     const k = this.keyOf(ref, attemptId);
     const holder = leaseValueOf(token);
@@ -264,7 +264,7 @@ export class HeldAttempts {
     let failed = true;
     let ended: { answer: Record<string, unknown>; commitMs?: number };
     try {
-      ended = await this.commitClaimed(ref, k, holder, scope, begun, owned, await reading, replacement);
+      ended = await this.commitClaimed(ref, k, holder, scope, begun, owned, await reading, replacement, opts.turn);
       failed = false;
     } finally {
       await scope.close(failed);
@@ -285,6 +285,7 @@ export class HeldAttempts {
     owned: Awaited<ReturnType<LeaseApi['refresh']>>,
     snapshot: Item[],
     replacement: Item[],
+    turn: TurnCredential | undefined,
   ): Promise<{ answer: Record<string, unknown>; commitMs?: number }> {
     const { store } = this.deps;
     const end = async (answer: Record<string, unknown>, status: HeldOutcomeRecord['status'], label: string) => {
@@ -325,7 +326,7 @@ export class HeldAttempts {
           };
     const record = store.heldOutcomeRow(ref, k.id, { status: 'committed', answer: { ...first, warnings: [] }, holder });
     const started = this.#now();
-    const committed = await commitReplacement(store, scope, ref, begun, k.mode, checked.anchored, adapter, record, partial);
+    const committed = await commitReplacement(store, scope, ref, begun, k.mode, checked.anchored, adapter, record, partial, turn);
     const commitMs = this.#now() - started;
     if (isEnding(committed)) return { answer: endingAnswer(committed, ref.sessionId) };
     if (committed.deferred) {

@@ -300,6 +300,8 @@ export interface CommitInput {
   activityLabel: string;
   /** A held attempt's outcome row (E3), put in the commit's own transaction: a repeated commit replays it. */
   record?: Record<string, unknown>;
+  /** T3: the held commit carried a Turn-Token: it lands only while that turn is current (checked in the commit's transaction). */
+  turn?: TurnCredential;
 }
 
 export interface RotationCommitted {

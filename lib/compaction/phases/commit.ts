@@ -9,7 +9,7 @@ import {
   SessionEndedError,
   StaleSnapshotError,
 } from '../../lineage/errors.js';
-import type { BegunAttempt, LineageStore, StoreTask } from '../../lineage/types.js';
+import type { BegunAttempt, LineageStore, StoreTask, TurnCredential } from '../../lineage/types.js';
 import type { SessionRef } from '../../session-ref.js';
 import type { AttemptScope } from '../attempt-scope.js';
 import { ACTIVITY_LABELS, type CompactionMode } from '../types.js';
@@ -44,12 +44,15 @@ export async function commitReplacement(
   record?: Record<string, unknown>,
   /** P6: the snapshot was the oldest part up to `through`: replace exactly it, in place, whatever `mode` asked. */
   partial?: { through: number },
+  /** T3: a held commit sent with a Turn-Token lands only while that turn is current. */
+  turn?: TurnCredential,
 ): Promise<Committed | Ending> {
   const input = {
     compacted,
     tokenEstimates: compacted.map((it) => estimateItemTokens(it, adapter)),
     activityLabel: ACTIVITY_LABELS.completed,
     ...(record ? { record } : {}),
+    ...(turn ? { turn } : {}),
   };
   await scope.enterCommit();
   try {

@@ -11,7 +11,8 @@
 // share the one transaction, so at most PART_ENTRIES entries), whatever the session's length.
 import type { SessionRef } from '../../session-ref.js';
 import { FenceStaleError, ReplacementTooLongError, SessionEndedError, SessionNotFoundError, StaleSnapshotError } from '../errors.js';
-import type { BegunAttempt, BoundedSnapshot, PartialCommitted, PartialCommitInput, SnapshotBound } from '../types.js';
+import type { BegunAttempt, BoundedSnapshot, PartialCommitted, PartialCommitInput, SnapshotBound, TurnCredential } from '../types.js';
+import { fencedByTurn, turnRefusal } from './turn-row.js';
 import { ATTEMPT_ATTRS } from './attempts.js';
 import { LIVE, OUR_ATTEMPT } from './conditions.js';
 import { sessionPk } from './keys.js';
@@ -140,13 +141,13 @@ export async function commitPartial(
       ':one': 1,
     },
   );
-  const entries = [update, ...byKey.values(), ...(input.record ? [table.put(input.record)] : [])];
+  const entries = [fencedByTurn(update, input.turn, table.now()), ...byKey.values(), ...(input.record ? [table.put(input.record)] : [])];
   if (entries.length > TRANSACTION_ENTRIES || rows.bytes > table.transactionBytes / 2)
     throw new Error(`a partial commit of ${entries.length} entries and ${rows.bytes} bytes does not fit one transaction`);
   try {
     await table.transact('commit partial', entries);
   } catch (err) {
-    await explainFailure(table, ref, begun, err);
+    await explainFailure(table, ref, begun, err, input.turn);
   }
   const { attempt: _gone, ...before } = session;
   return {
@@ -168,7 +169,7 @@ function keyOf(entry: TransactItem): string {
 }
 
 /** A refused partial commit as the typed refusal the phases map (C4 adopted, L6 lease_lost, A6 stale); a lost answer that landed is ours. */
-async function explainFailure(table: Table, ref: SessionRef, begun: BegunAttempt, err: unknown): Promise<void> {
+async function explainFailure(table: Table, ref: SessionRef, begun: BegunAttempt, err: unknown, turn?: TurnCredential): Promise<void> {
   const { attempt } = begun;
   const meta = await table.getMeta(ref).catch(() => {
     throw err;
@@ -177,6 +178,9 @@ async function explainFailure(table: Table, ref: SessionRef, begun: BegunAttempt
   // A lost answer: the record says this attempt's partial commit landed.
   if ((meta as { partialBy?: string }).partialBy === attempt.attemptId && meta.attempt?.attemptId !== attempt.attemptId) return;
   if (!isConditionFailure(err)) throw err;
+  // T3: the commit's turn is not current any more.
+  const refusal = turn ? turnRefusal(meta, turn, table.now()) : null;
+  if (refusal) throw refusal;
   if (meta.endedAt || meta.childSessionId) throw new SessionEndedError(ref.sessionId, await liveTipOf(table, meta));
   if (meta.fence !== attempt.fence || meta.attempt?.attemptId !== attempt.attemptId)
     throw new FenceStaleError(ref.sessionId, attempt.fence);

@@ -39,7 +39,7 @@ import { PARTS_GRACE_MS, partsTask, partsTaskCheck, runPartsTask } from './parts
 import { isConditionFailure, rounds } from './retry.js';
 import { conditionFailedAt, itemOf, oldImageOf, TRANSACTION_ENTRIES, withoutUndefined, type Table, type TransactItem } from './table.js';
 import { commitCondition, EXISTS, OUR_ATTEMPT, turnStateCondition } from './conditions.js';
-import { turnStateOf } from './turn-row.js';
+import { fencedByTurn, turnRefusal, turnStateOf } from './turn-row.js';
 
 /** Rounds before a commit gives up as retryable; the seal makes the third one final in practice. */
 const MAX_COMMIT_ROUNDS = 6;
@@ -276,6 +276,7 @@ export class Commits {
         const stored = [...rows.heads, ...rows.parts];
         const tokens = encoded.reduce((sum, m) => sum + m.tokens, 0);
         const fixed = s.entries(meta, encoded.length, tokens, at, stored.length);
+        fixed[0] = fencedByTurn(fixed[0]!, input.turn, this.table.now());
         if (input.record) fixed.push(this.table.put(input.record));
         const taskEntries = ahead === undefined ? 0 : 1;
         const inline = fixed.length + taskEntries + stored.length <= TRANSACTION_ENTRIES && rows.bytes <= this.table.transactionBytes;
@@ -306,6 +307,9 @@ export class Commits {
           if (retryWithout(err)) continue;
           const current = await this.afterFailure(err, ref, s);
           if (s.isOurs(current)) return await s.alreadyCommitted(current);
+          // T3: the commit's turn is not current any more: answered, never retried.
+          const refusal = input.turn ? turnRefusal(current, input.turn, this.table.now()) : null;
+          if (refusal) throw refusal;
           await this.assertCommittable(current, ref, attempt, s);
           // Only the version moved (appends or pops after our snapshot): read the new tail and go
           // again, under a seal from the second round on. Raised again in every later round: a

@@ -10,6 +10,8 @@ import { createHash, randomBytes, randomUUID } from 'node:crypto';
 import { TurnNotCurrentError, TurnRequiredError, TurnTokenInvalidError } from '../turn-errors.js';
 import type { TurnCredential, TurnGrant, TurnView } from '../types.js';
 import { OUR_TURN, TURNS_NOT_REQUIRED } from './conditions.js';
+import { expression } from './expression.js';
+import type { TransactItem } from './table.js';
 import type { MetaItem, StoredTurn } from './meta-row.js';
 
 export function hashToken(token: string): string {
@@ -27,6 +29,24 @@ export function turnClause(turn: TurnCredential | undefined): string {
 /** The constants `turnClause` names. */
 export function turnValues(turn: TurnCredential | undefined): Record<string, unknown> {
   return turn ? { ':turnId': turn.turnId, ':tokenHash': hashToken(turn.token) } : { ':required': 'required' };
+}
+
+/**
+ * T3 on a compaction's commit: the record update `entry` lands only while `turn` is current, in
+ * the commit's own transaction (no token: unchanged, turns never block compaction, T4).
+ */
+export function fencedByTurn(entry: TransactItem, turn: TurnCredential | undefined, now: number): TransactItem {
+  const u = entry.Update;
+  if (!turn || !u) return entry;
+  const extra = expression({ condition: OUR_TURN }, { ...turnValues(turn), ':now': now });
+  return {
+    Update: {
+      ...u,
+      ConditionExpression: `(${u.ConditionExpression}) AND ${OUR_TURN}`,
+      ExpressionAttributeNames: { ...u.ExpressionAttributeNames, ...extra.ExpressionAttributeNames },
+      ExpressionAttributeValues: { ...u.ExpressionAttributeValues, ...extra.ExpressionAttributeValues },
+    },
+  };
 }
 
 /** A fresh turn: its id, its secret token (`<turnId>.<secret>`) and what the record keeps of it. */

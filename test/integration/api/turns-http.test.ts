@@ -187,4 +187,38 @@ describe('turns over HTTP (T1-T6)', () => {
     expect((await call('GET', `${path}/turns/current`)).body.turn.turnId).toBe(a.turnId);
     expect(await contents(path)).toEqual([]);
   });
+
+  it('T3 T4: a held commit sent with a Turn-Token lands only while that turn is current (409 turn_superseded, nothing written); without one it is never blocked by turns', async () => {
+    const long = Array.from({ length: 8 }, (_, i) => `message ${i} ${'lorem ipsum '.repeat(30)}`);
+    const summary = {
+      messages: [
+        { role: 'user', content: 'message 0' },
+        { role: 'assistant', content: 'summary' },
+      ],
+    };
+    const heldCommit = async (path: string, turn?: Turn) => {
+      const begun = await call('POST', `${path}/compactions`, {});
+      expect(begun.status, JSON.stringify(begun.body)).toBe(201);
+      const { attemptId, leaseToken } = begun.body.attempt as { attemptId: string; leaseToken: string };
+      return call('POST', `${path}/compactions/${attemptId}/commit`, summary, {
+        'lease-token': leaseToken,
+        ...(turn ? { 'turn-token': turn.turnToken } : {}),
+      });
+    };
+    const path = await conversation(long);
+    const a = await granted(path);
+    await granted(path, { strategy: 'interrupt' });
+    expect(codeOf(await heldCommit(path, a))).toEqual([409, 'turn_superseded']);
+    expect(await contents(path)).toEqual(long);
+    // A retry of the compaction under the current turn lands.
+    const b = (await call('GET', `${path}/turns/current`)).body.turn as { turnId: string };
+    expect(b.turnId).not.toBe(a.turnId);
+    const other = await conversation(long);
+    const current = await granted(other);
+    expect((await heldCommit(other, current)).body.outcome).toBe('compressed');
+    // T4: with turns required, a compaction without a token is not blocked.
+    expect((await call('PATCH', path, { turns: 'required' })).status).toBe(200);
+    expect((await heldCommit(path)).body.outcome).toBe('compressed');
+    expect(await contents(path)).toEqual(['message 0', 'summary']);
+  });
 });
