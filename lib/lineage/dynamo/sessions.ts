@@ -364,7 +364,13 @@ export class Sessions {
     for (const round of rounds({ max: MAX_WRITE_ROUNDS })) {
       meta = await this.writableMeta(ref, meta);
       const [last] = (await this.table.queryRange(pk, meta.generation, 1, meta.lastSeq, { limit: 1, newestFirst: true })).items;
-      if (!last) return { session: toSessionRecord(meta), removed: null };
+      if (!last) {
+        // T3/T5: nothing to remove, but the turn is checked as for any write (on this consistent
+        // read), so a superseded turn is told so instead of believing it is still current.
+        const refusal = writeRefusal(meta, turn, this.table.now());
+        if (refusal) throw refusal;
+        return { session: toSessionRecord(meta), removed: null };
+      }
       // A6: an in-flight attempt that already read this item must not commit it back.
       const stale = meta.attempt !== undefined && last.seq <= (meta.attempt.watermark ?? 0);
       const tokens = last.tokens;

@@ -221,4 +221,20 @@ describe('turns over HTTP (T1-T6)', () => {
     expect((await heldCommit(path)).body.outcome).toBe('compressed');
     expect(await contents(path)).toEqual(['message 0', 'summary']);
   });
+
+  it('T3 T5: a pop of an empty conversation is refused like any write: a superseded, ended or forged token, or none when turns are required', async () => {
+    const pop = (path: string, turn?: Turn, token?: string) =>
+      call('DELETE', `${path}/messages/last`, undefined, turn || token ? { 'turn-token': token ?? turn!.turnToken } : {});
+    const path = await conversation();
+    const a = await granted(path);
+    const b = await granted(path, { strategy: 'interrupt' });
+    expect(codeOf(await pop(path, a))).toEqual([409, 'turn_superseded']);
+    expect(codeOf(await pop(path, undefined, `${b.turnId}.forged`))).toEqual([403, 'turn_token_invalid']);
+    expect((await pop(path, b)).body.removed).toBeNull();
+    expect((await call('DELETE', `${path}/turns/${b.turnId}`, undefined, { 'turn-token': b.turnToken })).status).toBe(204);
+    expect(codeOf(await pop(path, b))).toEqual([409, 'turn_ended']);
+    expect((await call('PATCH', path, { turns: 'required' })).status).toBe(200);
+    expect(codeOf(await pop(path))).toEqual([409, 'turn_required']);
+    expect(await contents(path)).toEqual([]);
+  });
 });
