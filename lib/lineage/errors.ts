@@ -161,6 +161,23 @@ export class RotationLostError extends LineageError {
   }
 }
 
+/**
+ * X1: the rows a replace_suffix removes must fit one transaction beside its write (about 90);
+ * an expected suffix beyond that is refused whole (not an item's size: the append-size message
+ * named a few hundred bytes against a 6 MB limit).
+ */
+export class SuffixTooLongError extends LineageError {
+  override readonly name = 'SuffixTooLongError';
+  constructor(
+    readonly items: number,
+    readonly entries: number,
+    readonly limit: number,
+  ) {
+    const message = `replacing the expected suffix (${items} items) needs ${entries} writes in one transaction, at most ${limit}: it spans too many stored rows; nothing was changed`;
+    super(message, { status: 413, code: 'payload_too_large', publicMessage: message });
+  }
+}
+
 export class ItemTooLargeError extends LineageError {
   override readonly name = 'ItemTooLargeError';
   constructor(

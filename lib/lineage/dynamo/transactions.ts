@@ -6,8 +6,8 @@
 import { canonicalJson } from '../../items/canonical-json.js';
 import type { Item } from '../../items/types.js';
 import type { SessionRef } from '../../session-ref.js';
-import { ItemTooLargeError, StoreOutcomeUnknownError, StoreRetryableError, SuffixMismatchError } from '../errors.js';
-import { DEFAULT_IDEMPOTENCY_TTL_SECONDS, MAX_APPEND_BYTES } from '../limits.js';
+import { StoreOutcomeUnknownError, StoreRetryableError, SuffixMismatchError, SuffixTooLongError } from '../errors.js';
+import { DEFAULT_IDEMPOTENCY_TTL_SECONDS } from '../limits.js';
 import type { PreparedItems, ReplaceSuffixInput, ReplaceSuffixResult } from '../types.js';
 import { IDEMPOTENCY_CONDITION, replaceSuffixCondition } from './conditions.js';
 import { conversationIdempotencyKey } from './conversation-row.js';
@@ -107,7 +107,7 @@ export class Transactions {
         rows = rowItems(pk, meta.generation, meta.lastSeq + 1, groups, ahead.w);
       }
       const entryCount = fixed + rows.heads.length + (ahead.w ? 1 : rows.parts.length);
-      if (entryCount > TRANSACTION_ENTRIES) throw new ItemTooLargeError(-1, rows.bytes, MAX_APPEND_BYTES);
+      if (entryCount > TRANSACTION_ENTRIES) throw new SuffixTooLongError(tail.length, entryCount, TRANSACTION_ENTRIES);
       const after: MetaItem = {
         ...meta,
         lastSeq: meta.lastSeq + n,

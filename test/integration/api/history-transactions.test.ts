@@ -235,4 +235,17 @@ describe('X1: history transactions', () => {
     expect([bare.status, bare.body.error?.code]).toEqual([409, 'turn_required']);
     expect(await items(path)).toEqual([user('a'), user('b')]);
   });
+
+  it('X1: an expected suffix spanning more stored rows than one transaction removes is 413 saying so, and nothing changes (the operation id stays free)', async () => {
+    // One append per item: one stored row per item, so 120 items are 120 rows to remove (about 90 fit).
+    const path = await conversation();
+    const all = Array.from({ length: 120 }, (_, i) => user(`m${i}`));
+    for (const it of all) expect((await call('POST', `${path}/messages`, { messages: [it] })).status).toBe(200);
+    const big = await tx(path, 'op-big', replace(all, [user('r')]));
+    expect([big.status, big.body.error?.code]).toEqual([413, 'payload_too_large']);
+    expect(big.body.error.message).toMatch(/expected suffix/);
+    expect(await items(path)).toEqual(all);
+    const small = await tx(path, 'op-big', replace(all.slice(-2), [user('r')]));
+    expect(small.body).toMatchObject({ removed: 2, appended: 1 });
+  });
 });
