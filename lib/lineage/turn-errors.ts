@@ -55,8 +55,11 @@ export class TurnRequiredError extends LineageError {
 /** T2: a rollback would remove items a compaction already summarized; nothing changed (interrupt instead). */
 export class RollbackUnavailableError extends LineageError {
   override readonly name = 'RollbackUnavailableError';
-  constructor(readonly conversationId: string) {
-    super(`conversation ${conversationId}: a compaction summarized items of the active turn; it cannot be rolled back`, {
+  constructor(
+    readonly conversationId: string,
+    why = 'a compaction summarized items of the active turn (or it replaced items from before it)',
+  ) {
+    super(`conversation ${conversationId}: ${why}; it cannot be rolled back (interrupt it instead)`, {
       status: 409,
       code: 'rollback_unavailable',
     });

@@ -4,7 +4,6 @@
 // When a compaction happened since the turn began and it appended anything, the items may be
 // summarized: 409 rollback_unavailable, nothing changed.
 import type { SessionRef } from '../../session-ref.js';
-import { StoreRetryableError } from '../errors.js';
 import { RollbackUnavailableError } from '../turn-errors.js';
 import type { StoredTurn } from './meta-row.js';
 import { assertLive } from './links.js';
@@ -80,7 +79,9 @@ export async function rollbackTurn(
       } else throw err;
     }
   }
-  throw new StoreRetryableError(`rollback on ${ref.sessionId}: the session kept changing`);
+  // T2: the turn being rolled back kept writing faster than a round (each lost the version race):
+  // refused, nothing changed, rather than a 503 that retrying would not cure; interrupt always lands.
+  throw new RollbackUnavailableError(conversationId, 'the active turn kept appending while the rollback read what it wrote');
 }
 
 /**

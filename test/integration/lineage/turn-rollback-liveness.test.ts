@@ -1,7 +1,8 @@
 // Adversarial pass (issue: rollback starvation): a rollback begin re-reads and retries while the
 // turn it supersedes keeps appending; an agent that appends steadily makes every round lose its
 // version condition, and after 20 rounds the begin answers 503 `unavailable` with no fault at all.
-// SPEC T2 says rollback supersedes the active turn (or refuses with rollback_unavailable).
+// SPEC T2 says rollback supersedes the active turn (or refuses with rollback_unavailable): after its rounds
+// it refuses, nothing changed (interrupt always lands), never a 503 that retrying would not cure.
 import type { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { afterAll, describe, expect, it } from 'vitest';
 import { asIs } from '../../../lib/lineage/prepare.js';
