@@ -7,10 +7,9 @@
 // attempt and its snapshot (generation, watermark); the lease token is a secret whose digest is
 // the Redis value and the recorded holder (E8), so every token check is the lease's own L3 check
 // or the store's condition on the holder, and neither the loser's answer nor the record shows it.
-import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
+import { randomBytes } from 'node:crypto';
 import { DEFAULT_ATTEMPT_MAX_BYTES, DEFAULT_ATTEMPT_MAX_TOKENS, DEFAULT_LEASE_TTL_MS } from '../config.js';
-import { errorFields, ServiceError, type ErrorCode } from '../errors.js';
-import { LEASE_UNAVAILABLE_MESSAGE } from '../lease/errors.js';
+import { errorFields } from '../errors.js';
 import { adapterFor } from '../items/adapters.js';
 import type { Item } from '../items/types.js';
 import { defaultRefreshInterval, type Lease, type LeaseApi } from '../lease/index.js';
@@ -22,6 +21,16 @@ import { snapshotBound } from './bounded-part.js';
 import { announceCommit, committedOf, countAttempt, counted, type CompactionFollowUps } from './follow-ups.js';
 import { decodeAttemptId, encodeAttemptId, snapshotEnd, type AttemptKey } from './held-attempt-id.js';
 import {
+  endingAnswer,
+  HeldAttemptRefused,
+  heldBy,
+  leaseValueOf,
+  sameText,
+  type AttemptView,
+  type BeginAnswer,
+  type HeldRefusal,
+} from './held-answers.js';
+import {
   acquireLease,
   beginUnderLease,
   checkReplacement,
@@ -29,9 +38,8 @@ import {
   inPlaceGeneration,
   isEnding,
   reviewEnding,
-  type Ending,
 } from './phases/index.js';
-import { ACTIVITY_LABELS, type CompactionMode, type CompactionOrigin, type DisabledReason } from './types.js';
+import { ACTIVITY_LABELS, type CompactionMode, type CompactionOrigin } from './types.js';
 
 /** E2: "compaction in progress" reaches the store at most this often per attempt. */
 export const HELD_MARK_EVERY_MS = 10_000;
@@ -52,80 +60,7 @@ export interface HeldAttemptDeps extends CompactionFollowUps {
   now?: () => number;
 }
 
-export type HeldStatus = 'running' | 'committed' | 'cancelled' | 'expired' | 'lost';
-
-/** A public view of an attempt: never the token (E8). */
-export interface AttemptView {
-  attemptId: string;
-  sessionId: string;
-  mode: CompactionMode;
-  fence: number;
-  throughSeq: number;
-  /** P6: the snapshot is the session's oldest part (through throughSeq); the commit replaces exactly it. */
-  partial?: true;
-  ttlMs: number;
-  heartbeatIntervalMs: number;
-  expiresAt?: string;
-  status?: HeldStatus;
-  outcome?: Record<string, unknown>;
-}
-
-export type BeginAnswer =
-  | { outcome: 'started'; attempt: AttemptView & { leaseToken: string }; messages: Item[] }
-  | { outcome: 'skipped'; reason: string; sessionId: string; holder?: string | null }
-  | { outcome: 'noop'; reason: string; sessionId: string }
-  | { outcome: 'disabled'; reason: DisabledReason; sessionId: string };
-
-/** Why a request about an attempt was refused; the API maps each to its status (404, 403, 409, 503). */
-export type HeldRefusal = 'not_found' | 'token_invalid' | 'lease_lost' | 'committed' | 'commit_in_progress' | 'lease_unavailable';
-
-const REFUSALS: Record<HeldRefusal, { status: number; code: ErrorCode; message: string }> = {
-  not_found: { status: 404, code: 'not_found', message: 'compaction attempt not found' },
-  token_invalid: { status: 403, code: 'lease_token_invalid', message: 'the Lease-Token does not hold this attempt' },
-  lease_lost: { status: 409, code: 'lease_lost', message: 'the attempt lost its lease; it can never commit' },
-  committed: { status: 409, code: 'committed', message: 'the attempt was committed' },
-  commit_in_progress: { status: 409, code: 'commit_in_progress', message: 'the attempt is committing' },
-  lease_unavailable: { status: 503, code: 'lease_unavailable', message: LEASE_UNAVAILABLE_MESSAGE },
-};
-
-/** A request about an attempt that is not the caller's to make now (E2-E5, E8), answered as its status says. */
-export class HeldAttemptRefused extends ServiceError {
-  override readonly name = 'HeldAttemptRefused';
-  constructor(
-    readonly refusal: HeldRefusal,
-    readonly attemptId: string,
-  ) {
-    const r = REFUSALS[refusal];
-    super(r.message, { status: r.status, code: r.code, retryable: r.status === 503 });
-  }
-}
-
-/** The Redis value and recorded holder of a token: its digest, so neither shows the secret (E8). */
-export function leaseValueOf(token: string): string {
-  return `held:${createHash('sha256').update(token).digest('base64url')}`;
-}
-
-function sameText(a: string, b: string): boolean {
-  const x = Buffer.from(a);
-  const y = Buffer.from(b);
-  return x.length === y.length && timingSafeEqual(x, y);
-}
-
-/** E8: an ended attempt's outcome is the token's alone (rows written before holders were kept: anyone's, as before). */
-function heldBy(prior: HeldOutcomeRecord, holder: string): boolean {
-  return prior.holder === undefined || sameText(prior.holder, holder);
-}
-
-function endingAnswer(e: Ending, sessionId: string): Record<string, unknown> {
-  switch (e.ended) {
-    case 'skipped':
-      return { outcome: 'skipped', reason: e.reason, sessionId: e.sessionId, ...(e.holder !== undefined ? { holder: e.holder } : {}) };
-    case 'noop':
-      return { outcome: 'noop', reason: e.reason, sessionId };
-    case 'disabled':
-      return { outcome: 'disabled', reason: e.reason, sessionId: e.sessionId };
-  }
-}
+export * from './held-answers.js';
 
 export class HeldAttempts {
   readonly #log: Logger;
