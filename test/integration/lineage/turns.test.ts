@@ -328,4 +328,27 @@ describe('turns in the store (T1-T6)', () => {
     // Rolling back a turn whose items a compaction may have summarized is refused.
     expect(await codeOf(store.beginTurn(child, input('rollback')))).toBe('rollback_unavailable');
   });
+  // Found by the adversarial pass: a rollback re-reads and retries while the turn it supersedes keeps
+  // appending; after its rounds it refuses (nothing changed; interrupt always lands), never a 503.
+  it('T2 rollback: a steadily appending turn does not starve a rollback begin into a 503 (it supersedes it or refuses)', async () => {
+    const store = makeStore(client());
+    const c = client();
+    const rollbacker = makeStore(c);
+    const ref = await newSession(store, msgs(1, 2));
+    const a = await store.beginTurn(ref, input('reject'));
+    await say(store, ref, 'a0', cred(a));
+    // The old turn's agent appends once between each of the rollback's reads and its write: a
+    // real agent streaming items does this whenever its appends are faster than a round.
+    let n = 0;
+    c.middlewareStack.add(
+      (next, context) => async (args) => {
+        if (context.commandName === 'QueryCommand' && n < 40) await say(store, ref, `a${++n}`, cred(a)).catch(() => undefined);
+        return next(args);
+      },
+      { step: 'initialize', name: 'oldTurnAppends' },
+    );
+    const answer = await codeOf(rollbacker.beginTurn(ref, input('rollback')));
+    expect(answer).not.toBe('unavailable');
+    expect(['ok', 'rollback_unavailable']).toContain(answer);
+  });
 });
