@@ -114,3 +114,58 @@ def _held_routes(client: LineageClient) -> bool:
     from test_held_compaction import held_routes_available
 
     return held_routes_available(client)
+
+
+def _long(conv_id: str, client: LineageClient) -> list[dict[str, Any]]:
+    """A conversation over one attempt's bound (COMPACTION_ATTEMPT_MAX_BYTES, 4 MiB by default): 6 x ~0.9 MB."""
+    items = [msg("user", f"part {i} " + "lorem ipsum dolor sit amet " * 33_000) for i in range(6)]
+    conv = client.conversation(conv_id, format="responses")
+    for item in items:
+        conv.append([item])
+    return items
+
+
+def test_P6_run_compaction_goes_on_while_the_service_answers_partial(client: LineageClient, conv_id: str) -> None:
+    async def main() -> None:
+        _long(conv_id, client)
+        s = LineageSession(client, conv_id)
+        answers: list[dict[str, Any]] = []
+        compress = s.conversation.compress
+
+        def counted(*a: Any, **kw: Any) -> dict[str, Any]:
+            body = compress(*a, **kw)
+            answers.append(body)
+            return body
+
+        setattr(s.conversation, "compress", counted)
+        assert await s.run_compaction() is None
+        # More than one bounded part, each answered partial but the last, which is not.
+        assert len(answers) >= 2, answers
+        assert all(a["outcome"] == "compressed" and a.get("partial") is True for a in answers[:-1])
+        assert answers[-1].get("partial") is not True  # the last part: compressed, or noop when what is left is small
+        assert len(await s.get_items()) < 6
+        await s.clear_session()
+
+    asyncio.run(main())
+
+
+def test_P6_run_compaction_with_an_engine_calls_it_once_per_part_until_done(client: LineageClient, conv_id: str) -> None:
+    async def main() -> None:
+        items = _long(conv_id, client)
+        seen: list[int] = []
+
+        def engine(messages: list[dict[str, Any]], cancelled: threading.Event) -> list[dict[str, Any]]:
+            seen.append(len(messages))
+            return [msg("assistant", f"summary of {len(messages)} items")]
+
+        s = LineageSession(client, conv_id, compaction_engine=engine)
+        result = await s.run_compaction()
+        assert result is not None and result.outcome == "compressed" and result.body.get("partial") is not True
+        assert len(seen) >= 2 and all(n < len(items) for n in seen), seen  # parts, never the whole 5 MB at once
+        live = await s.get_items()
+        # The last summary is there; what is left is smaller than the input (C8 may keep one real user turn).
+        assert any(i["role"] == "assistant" and str(i["content"]).startswith("summary of") for i in live), live
+        assert len(live) < len(items)
+        await s.clear_session()
+
+    asyncio.run(main())

@@ -102,13 +102,26 @@ class LineageSession:
 
     async def run_compaction(self, args: Any = None) -> CompactionResult | None:
         """Compacts now with ``compaction_engine`` under a held attempt (never another process's work twice);
-        without an engine the service's own engine compacts. Returns None when nothing was done by us."""
+        without an engine the service's own engine compacts. A long session is compacted part by part until
+        done (SPEC P6). Returns None when nothing was done by us (the last attempt's result otherwise)."""
         async with self._serial():
             await self._ensure()
-            if self.compaction_engine is None:
-                await asyncio.to_thread(self._conv.compress, self.compaction_mode, "turn")
-                return None
-            return await asyncio.to_thread(self._conv.compact_with, self.compaction_engine, mode=self.compaction_mode, origin="manual")
+            engine = self.compaction_engine
+            while True:
+                # SPEC P6: a long session is compacted one bounded part per attempt (``partial``); go on until done.
+                if engine is None:
+                    body = await asyncio.to_thread(self._conv.compress, self.compaction_mode, "turn")
+                    if not _partial(body):
+                        return None
+                    continue
+                result = await asyncio.to_thread(self._conv.compact_with, engine, mode=self.compaction_mode, origin="manual")
+                if not _partial(result.body):
+                    return result
+
+
+def _partial(body: Any) -> bool:
+    """A ``compressed`` answer that summarized only the oldest bounded part: the rest is still to do."""
+    return isinstance(body, dict) and body.get("outcome") == "compressed" and body.get("partial") is True
 
 
 __all__ = ["LineageSession", "TResponseInputItem", "MAX_TAIL"]
