@@ -55,7 +55,7 @@ export class BranchPointError extends LineageError {
       count === 0
         ? `fromSeq ${fromSeq}: the conversation holds no items yet; branch without fromSeq to copy nothing`
         : `fromSeq ${fromSeq} is outside 1..${count}: the conversation's live session holds ${count} items`,
-      { status: 422, code: 'from_seq_out_of_range', details: { field: 'fromSeq', messageCount: count } },
+      { status: 400, code: 'from_seq_out_of_range', details: { field: 'fromSeq', messageCount: count } },
     );
   }
 }

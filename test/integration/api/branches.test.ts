@@ -78,7 +78,7 @@ describe('H2: POST /conversations/{id}/branches', () => {
     expect(twin.body.conversation).toMatchObject({ messageCount: 6, branchedFrom: { ...edge, seq: 6 } });
   });
 
-  it('H2: bad input: a malformed id or fromSeq is 400, fromSeq past the count 422 from_seq_out_of_range, a taken id 409 conversation_exists, an unknown source 404', async () => {
+  it('H2: bad input: a malformed id or fromSeq is 400, fromSeq past the count 400 from_seq_out_of_range, a taken id 409 conversation_exists, an unknown source 404', async () => {
     const src = await conversation();
     const path = `/conversations/${src.id}/branches`;
     const cases: [unknown, number, string][] = [
@@ -87,7 +87,7 @@ describe('H2: POST /conversations/{id}/branches', () => {
       [{ conversationId: 'ok', fromSeq: 0 }, 400, 'invalid_request'],
       [{ conversationId: 'ok', fromSeq: 1.5 }, 400, 'invalid_request'],
       [{ conversationId: 'ok', extra: 1 }, 400, 'invalid_request'],
-      [{ conversationId: `x.${randomUUID().slice(0, 8)}`, fromSeq: 7 }, 422, 'from_seq_out_of_range'],
+      [{ conversationId: `x.${randomUUID().slice(0, 8)}`, fromSeq: 7 }, 400, 'from_seq_out_of_range'],
       [{ conversationId: src.id }, 409, 'conversation_exists'],
     ];
     for (const [body, status, code] of cases) {

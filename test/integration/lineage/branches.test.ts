@@ -103,7 +103,7 @@ describe('H2: what a branch holds', () => {
     expect(await store.readAll({ tenantId: ref.tenantId, sessionId: all.session.sessionId })).toEqual(msgs(1, 6));
     const err = await branch(store, ref, `b-${randomUUID().slice(0, 8)}`, { fromSeq: 7 }).catch((e: unknown) => e);
     expect(err).toBeInstanceOf(BranchPointError);
-    expect(err).toMatchObject({ status: 422, code: 'from_seq_out_of_range', details: { messageCount: 6 } });
+    expect(err).toMatchObject({ status: 400, code: 'from_seq_out_of_range', details: { messageCount: 6 } });
     const empty = await conversation(store, []);
     const none = await branched(store, empty.ref, `b-${randomUUID().slice(0, 8)}`);
     expect(none.session.messageCount).toBe(0);
