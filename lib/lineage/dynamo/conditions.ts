@@ -119,3 +119,12 @@ export const CONVERSATION_ID_FREE = 'attribute_not_exists(pk)';
  */
 export const NOT_A_LEGACY_ROOT =
   'attribute_not_exists(pk) OR attribute_exists(#conversationId) OR attribute_exists(#parentSessionId) OR attribute_exists(#deletedAt)';
+
+/**
+ * H4: a purge deletes a create's Idempotency-Key record only while its stored answer names the
+ * deleted session: the same key reused after its retention by another create keeps that one's. `:sid` (quoted).
+ */
+export const CREATE_KEY_OF_SESSION = 'contains(#bodyJson, :sid)';
+
+/** H4: a purge erases a session's record only once it is a tombstone (a stray task never erases a live session). */
+export const ERASE_ONLY_DELETED = 'attribute_exists(#deletedAt)';
