@@ -140,6 +140,20 @@ describe('H2: branches are not rotation children (I1, S2)', () => {
   });
 });
 
+describe('H2: from an ended session (the session-route twin)', () => {
+  it('H2: a rotated parent branches from its own items (immutable); the conversation form follows the live tip instead', async () => {
+    const store = makeStore();
+    const { id, ref } = await conversation(store);
+    const begun = await begin(store, ref);
+    const rotated = await store.commitRotation(ref, begun, commitInput([{ role: 'user', content: 'SUMMARY' }]));
+    const fromParent = await branched(store, ref, `b-${randomUUID().slice(0, 8)}`, { liveOnly: false, fromSeq: 2 });
+    expect(fromParent.conversation.branchedFrom).toEqual({ conversationId: id, sessionId: ref.sessionId, seq: 2 });
+    expect(await store.readAll({ tenantId: ref.tenantId, sessionId: fromParent.session.sessionId })).toEqual(msgs(1, 2));
+    const err = await branch(store, ref, `b-${randomUUID().slice(0, 8)}`).catch((e: unknown) => e);
+    expect(err).toMatchObject({ code: 'session_ended', liveSessionId: rotated.child.sessionId });
+  });
+});
+
 describe('H2: the copy is whole or nothing (A7)', () => {
   it('H2: a copy beyond one transaction is written first, listed in a task the commit takes away: items deep-equal, no task or chunk left', async () => {
     // 60 KB per transaction: 12 items of 20 KB need the write-first path.
