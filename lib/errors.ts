@@ -38,6 +38,8 @@ export type ErrorCode =
   | 'turn_required'
   | 'turn_token_invalid'
   | 'rollback_unavailable'
+  | 'conversation_exists'
+  | 'from_seq_out_of_range'
   | 'internal';
 
 export interface ServiceErrorInit {

@@ -36,7 +36,7 @@ export const ACTIVITY_MARK_MS = 60_000;
 
 const tipsByDeps = new WeakMap<RouteDeps, LiveTips>();
 
-function tipsOf(deps: RouteDeps): LiveTips {
+export function tipsOf(deps: RouteDeps): LiveTips {
   if (deps.liveTips) return deps.liveTips;
   let tips = tipsByDeps.get(deps);
   if (!tips) tipsByDeps.set(deps, (tips = new LiveTips()));
@@ -53,7 +53,7 @@ function convIdOf(ctx: RouteContext): string {
   return ctx.params.conversationId!;
 }
 
-function tipOf(c: ConversationRecord): KnownTip {
+export function tipOf(c: ConversationRecord): KnownTip {
   return { liveSessionId: c.liveSessionId, rootSessionId: c.rootSessionId, activeAtMs: Date.parse(c.activeAt), readAtMs: Date.now() };
 }
 

@@ -18,6 +18,7 @@ import { HttpError, invalidField, leaseUnavailable, notFound } from './errors.js
 import type { LiveTips } from './live-tips.js';
 import { appendBody, assertMetadata, compressBody, createSessionBody, DEFAULT_LIMIT, listMessagesQuery, parseWith } from './schemas.js';
 import { transactionRoutes } from './transaction-routes.js';
+import { branchRoutes } from './branch-routes.js';
 import { lineageEntryView, outcomeView, sessionView } from './views.js';
 
 /** Structurally the after-turn publisher of lib/after-turn/publisher.ts. */
@@ -166,6 +167,7 @@ export const routes: readonly Route[] = [
   ...compactionRoutes,
   ...transactionRoutes,
   ...turnRoutes,
+  ...branchRoutes,
 ];
 
 /** What a session operation answered, and the session it acted on as the answer shows it. */
@@ -242,8 +244,17 @@ export async function lineageOf(ctx: RouteContext, ref: SessionRef): Promise<Act
   const last = chain.at(-1);
   if (!last) throw notFound(ref.sessionId);
   // The live tip; a deleted last session leaves the conversation without one.
+  // H2: a branch's edge, also at the top (it is on its root, the chain's first entry).
+  const edge = chain[0]?.branchedFrom;
   return {
-    result: { status: 200, body: { chain: chain.map(lineageEntryView), tip: last.deletedAt ? null : last.sessionId } },
+    result: {
+      status: 200,
+      body: {
+        chain: chain.map(lineageEntryView),
+        tip: last.deletedAt ? null : last.sessionId,
+        ...(edge ? { branchedFrom: { ...edge } } : {}),
+      },
+    },
     session: last,
   };
 }

@@ -3,6 +3,7 @@
 import type { CompactionOutcome } from '../compaction/types.js';
 import type { ItemFormat } from '../items/types.js';
 import { MAX_PAGE_BYTES } from '../lineage/limits.js';
+import type { BranchedFrom } from '../lineage/branches.js';
 import type { CompactionPolicy, ConversationRecord, SessionRecord } from '../lineage/types.js';
 
 export interface SessionView {
@@ -21,6 +22,8 @@ export interface SessionView {
   lastActivity: { label: string; at: string } | null;
   /** Only in a relative's lineage: this session was deleted (it answers 404 itself). */
   deletedAt?: string;
+  /** H2: only on a branch's root: where it was branched from (not a parent: a branch is no rotation child). */
+  branchedFrom?: BranchedFrom;
 }
 
 export function sessionView(s: SessionRecord): SessionView {
@@ -38,6 +41,7 @@ export function sessionView(s: SessionRecord): SessionView {
     metadata: s.metadata ?? {},
     lastActivity: s.lastActivity ? { label: s.lastActivity.label, at: s.lastActivity.at } : null,
     ...(s.deletedAt ? { deletedAt: s.deletedAt } : {}),
+    ...(s.branchedFrom ? { branchedFrom: { ...s.branchedFrom } } : {}),
   };
 }
 
@@ -72,6 +76,8 @@ export interface ConversationView {
   turns?: 'optional' | 'required';
   /** E6: whose engine compacts it (shown where the live session was read). */
   compaction?: CompactionPolicy;
+  /** H2: only on a branch: the conversation, session and item it was branched from. */
+  branchedFrom?: BranchedFrom;
 }
 
 /** The policies a conversation's live session keeps (T5, E6), as its view shows them. */
@@ -98,6 +104,7 @@ export function conversationView(c: ConversationRecord, messageCount: number, po
     source: c.source ?? null,
     metadata: c.metadata ?? {},
   };
+  if (c.branchedFrom !== undefined) view.branchedFrom = { ...c.branchedFrom };
   if (policies !== undefined) {
     view.turns = policies.turns;
     view.compaction = policies.compaction;

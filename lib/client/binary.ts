@@ -3,7 +3,7 @@
 // turns that back into a Uint8Array when it reads, so what the agent wrote is what it reads. The
 // shape is reserved: an item that already holds an object of exactly that shape is refused (it
 // would read back as bytes). Readers of the HTTP API see the stored form (docs/history-transactions.md).
-import { UnsupportedValueError } from './json-values.js';
+import { cycleError, UnsupportedValueError } from './json-values.js';
 
 export const BYTES_KEY = '$bytes';
 
@@ -12,8 +12,7 @@ export function encodeBinary(value: unknown, path: string, ancestors = new Set<o
   if (value instanceof Uint8Array) return { [BYTES_KEY]: toBase64(value) };
   if (typeof value !== 'object' || value === null || ArrayBuffer.isView(value)) return value;
   // The same words as assertJsonValue's: a cycle would never finish this copy.
-  if (ancestors.has(value))
-    throw new UnsupportedValueError(path, 'a reference to one of its own ancestors (a cycle)', 'Items must be trees.');
+  if (ancestors.has(value)) throw cycleError(path);
   ancestors.add(value);
   try {
     if (Array.isArray(value)) {

@@ -269,6 +269,13 @@ export class LineageClient {
     return deleted(this.#call('DELETE', conversationPath(id), opts));
   }
 
+  /** POST /conversations/{id}/branches (H2): a new conversation holding the live items 1..fromSeq; one key for every retry, so one branch. */
+  async branch(id: string, body: { conversationId: string; fromSeq?: number }, o: CreateSessionOptions = {}): Promise<Conversation> {
+    const headers = { 'idempotency-key': o.idempotencyKey ?? newIdempotencyKey() };
+    return (await this.#call<{ conversation: Conversation }>('POST', `${conversationPath(id)}/branches`, { ...o, body, headers }))
+      .conversation;
+  }
+
   /** POST /conversations/{id}/messages: appended to the live session, at most once across retries and rotations (K2, A3). */
   async appendToConversation(id: string, items: readonly Item[], opts: ConversationAppendOptions = {}): Promise<AppendResult> {
     const key = opts.idempotencyKey ?? newIdempotencyKey();
@@ -391,12 +398,12 @@ export class LineageClient {
 
   /** Extends the turn to now + ttlMs; 409 when it is not current any more. */
   heartbeatTurn(id: string, turn: GrantedTurn, ttlMs?: number, beat?: number): Promise<unknown> {
-    return this.#call('POST', `${turnPath(id, turn)}/heartbeat`, { body: { ttlMs }, headers: { 'turn-token': turn.turnToken }, beat });
+    return this.#call('POST', `${turnPath(id, turn)}/heartbeat`, { body: { ttlMs }, headers: turnHeaders(turn), beat });
   }
 
   /** DELETE /conversations/{id}/turns/{turnId} (again: a no-op). */
   endTurn(id: string, turn: GrantedTurn): Promise<unknown> {
-    return this.#call('DELETE', turnPath(id, turn), { headers: { 'turn-token': turn.turnToken } });
+    return this.#call('DELETE', turnPath(id, turn), { headers: turnHeaders(turn) });
   }
 
   /**
@@ -422,6 +429,7 @@ export class LineageClient {
 
 const sessionPath = (id: string) => `/sessions/${encodeURIComponent(id)}`;
 const conversationPath = (id: string) => `/conversations/${encodeURIComponent(id)}`;
+const turnHeaders = (turn: GrantedTurn) => ({ 'turn-token': turn.turnToken });
 const turnPath = (id: string, turn: GrantedTurn) => `${conversationPath(id)}/turns/${encodeURIComponent(turn.turnId)}`;
 
 type Transcript = { items: Item[]; session: Session };

@@ -14,6 +14,10 @@ export class UnsupportedValueError extends LineageError {
   }
 }
 
+/** A value that holds itself: neither JSON nor a copy would ever finish (one wording for every check). */
+export const cycleError = (path: string) =>
+  new UnsupportedValueError(path, 'a reference to one of its own ancestors (a cycle)', 'Items must be trees.');
+
 const BINARY_HINT = 'Only Uint8Array is kept as binary: send other binary data as a string (an image as a base64 data: URL).';
 
 /** Throws UnsupportedValueError for the first value of `value` that JSON.stringify would not return as it is. */
@@ -43,7 +47,7 @@ function walk(v: unknown, path: string, stack: Set<object>): void {
   if (o instanceof Map || o instanceof Set)
     throw new UnsupportedValueError(path, `a ${o.constructor.name}`, 'Store an array or a plain object.');
   if (o instanceof Date) throw new UnsupportedValueError(path, 'a Date', 'Store date.toISOString().');
-  if (stack.has(o)) throw new UnsupportedValueError(path, 'a reference to one of its own ancestors (a cycle)', 'Items must be trees.');
+  if (stack.has(o)) throw cycleError(path);
   stack.add(o);
   if (Array.isArray(o)) {
     // Not forEach: it skips holes, and JSON turns a hole (or undefined) in an array into null.

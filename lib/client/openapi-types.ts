@@ -532,6 +532,45 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/conversations/{conversationId}/branches": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The conversation's id, chosen by the client (or a root session's id for a chain made with POST /sessions); scoped to the tenant */
+                conversationId: components["parameters"]["ConversationId"];
+            };
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Branch the conversation on purpose (SPEC H2): a new conversation whose root holds a copy of the live session's items 1..fromSeq and a branchedFrom edge; the source is untouched, and a branch is never a rotation child */
+        post: operations["branchConversation"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/sessions/{id}/branches": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: components["parameters"]["SessionId"];
+            };
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Branch from one session (SPEC H2): a new conversation whose root holds a copy of this session's items 1..fromSeq and a branchedFrom edge */
+        post: operations["branchSession"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
 }
 export type webhooks = Record<string, never>;
 export interface components {
@@ -607,6 +646,7 @@ export interface components {
              * @description Only in a relative's lineage: this session was deleted
              */
             deletedAt?: string;
+            branchedFrom?: components["schemas"]["BranchedFrom"];
         };
         /** @description A session as its lineage lists it: the Session without metadata (read it with GET /sessions/{id}) */
         LineageEntry: {
@@ -629,6 +669,7 @@ export interface components {
              * @description Only in a relative's lineage: this session was deleted
              */
             deletedAt?: string;
+            branchedFrom?: components["schemas"]["BranchedFrom"];
         };
         SessionResponse: {
             session: components["schemas"]["Session"];
@@ -667,6 +708,7 @@ export interface components {
             chain: components["schemas"]["LineageEntry"][];
             /** @description The live tip: the chain's last session, or null when that session was deleted (the conversation has no live session) */
             tip: string | null;
+            branchedFrom?: components["schemas"]["BranchedFrom"];
         };
         CompressRequest: {
             /**
@@ -712,7 +754,7 @@ export interface components {
         };
         ErrorBody: {
             /** @enum {string} */
-            code: "invalid_json" | "invalid_request" | "unauthorized" | "not_found" | "method_not_allowed" | "session_ended" | "chain_deleted" | "count_mismatch" | "suffix_mismatch" | "cursor_stale" | "lineage_too_deep" | "conflict" | "format_mismatch" | "payload_too_large" | "unsupported_media_type" | "idempotency_key_reused" | "lease_unavailable" | "unavailable" | "outcome_unknown" | "rate_limited" | "lease_lost" | "lease_token_invalid" | "committed" | "commit_in_progress" | "agent_engine" | "internal" | "conversation_busy" | "turn_superseded" | "turn_expired" | "turn_ended" | "turn_required" | "turn_token_invalid" | "rollback_unavailable";
+            code: "invalid_json" | "invalid_request" | "unauthorized" | "not_found" | "method_not_allowed" | "session_ended" | "chain_deleted" | "count_mismatch" | "suffix_mismatch" | "cursor_stale" | "lineage_too_deep" | "conflict" | "format_mismatch" | "payload_too_large" | "unsupported_media_type" | "idempotency_key_reused" | "lease_unavailable" | "unavailable" | "outcome_unknown" | "rate_limited" | "lease_lost" | "lease_token_invalid" | "committed" | "commit_in_progress" | "agent_engine" | "internal" | "conversation_busy" | "turn_superseded" | "turn_expired" | "turn_ended" | "turn_required" | "turn_token_invalid" | "rollback_unavailable" | "conversation_exists" | "from_seq_out_of_range";
             message: string;
             requestId?: string;
         };
@@ -759,6 +801,7 @@ export interface components {
             };
             turns?: components["schemas"]["TurnPolicy"];
             compaction?: components["schemas"]["CompactionPolicy"];
+            branchedFrom?: components["schemas"]["BranchedFrom"];
         };
         ConversationResponse: {
             conversation: components["schemas"]["Conversation"];
@@ -976,6 +1019,26 @@ export interface components {
          * @enum {string}
          */
         CompactionPolicy: "service" | "agent";
+        /** @description H2: where a branch came from: the branch holds that session's items 1..seq as they were */
+        BranchedFrom: {
+            conversationId: string;
+            sessionId: string;
+            /** @description Items copied: the source's items 1..seq (positions, as GET …/messages lists them) */
+            seq: number;
+        };
+        BranchRequest: {
+            /** @description The new conversation's id: 1-128 letters, digits and ._:@-, not used by this tenant (else 409 conversation_exists) */
+            conversationId: string;
+            /** @description Copy items 1..fromSeq of the live session (as GET …/messages lists them); default: all of them */
+            fromSeq?: number;
+        };
+        FromSeqError: {
+            error: components["schemas"]["ErrorBody"];
+            /** @enum {string} */
+            field: "fromSeq";
+            /** @description Items the live session holds */
+            messageCount: number;
+        };
     };
     responses: {
         /** @description Invalid JSON, or a field that fails validation (the message and `field` name it, e.g. messages[3].tool_calls[0].id) */
@@ -2634,6 +2697,123 @@ export interface operations {
                     "application/json": components["schemas"]["TurnError"];
                 };
             };
+            500: components["responses"]["Internal"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    branchConversation: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Applies the request at most once (24 h); a retry with the same key and body gets the first response */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+            };
+            path: {
+                /** @description The conversation's id, chosen by the client (or a root session's id for a chain made with POST /sessions); scoped to the tenant */
+                conversationId: components["parameters"]["ConversationId"];
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["BranchRequest"];
+            };
+        };
+        responses: {
+            /** @description Branched: the new conversation, its root holding the copied items and branchedFrom (or the first response to this Idempotency-Key, replayed) */
+            201: {
+                headers: {
+                    /** @description Present (`true`) when this is the stored first response to an earlier request with the same Idempotency-Key */
+                    "Idempotent-Replayed"?: "true";
+                    /** @description The request id (also in error bodies and logs) */
+                    "x-request-id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ConversationResponse"];
+                };
+            };
+            /** @description invalid_request (a malformed body), or from_seq_out_of_range: fromSeq is past the live session's items (messageCount says how many it holds); nothing was created */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["FromSeqError"] | components["schemas"]["Error"];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            404: components["responses"]["NotFound"];
+            /** @description conversation_exists: the new id is taken (a conversation, or a chain from before conversations); nothing was created */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            413: components["responses"]["TooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            422: components["responses"]["IdempotencyKeyReused"];
+            500: components["responses"]["Internal"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    branchSession: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Applies the request at most once (24 h); a retry with the same key and body gets the first response */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+            };
+            path: {
+                id: components["parameters"]["SessionId"];
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["BranchRequest"];
+            };
+        };
+        responses: {
+            /** @description Branched: the new conversation, its root holding the copied items and branchedFrom (or the first response to this Idempotency-Key, replayed) */
+            201: {
+                headers: {
+                    /** @description Present (`true`) when this is the stored first response to an earlier request with the same Idempotency-Key */
+                    "Idempotent-Replayed"?: "true";
+                    /** @description The request id (also in error bodies and logs) */
+                    "x-request-id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ConversationResponse"];
+                };
+            };
+            /** @description invalid_request (a malformed body), or from_seq_out_of_range: fromSeq is past the session's items (messageCount says how many it holds); nothing was created */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["FromSeqError"] | components["schemas"]["Error"];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            404: components["responses"]["NotFound"];
+            /** @description conversation_exists: the new id is taken (a conversation, or a chain from before conversations); nothing was created */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            413: components["responses"]["TooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            422: components["responses"]["IdempotencyKeyReused"];
             500: components["responses"]["Internal"];
             503: components["responses"]["Unavailable"];
         };

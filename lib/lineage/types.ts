@@ -2,6 +2,7 @@
 // Store-agnostic: the DynamoDB implementation lives in ./dynamo/.
 import type { Item, ItemFormat } from '../items/types.js';
 import type { SessionRef } from '../session-ref.js';
+import type { BranchedFrom, BranchInput, BranchResult } from './branches.js';
 
 export type EndReason = 'compression';
 
@@ -78,6 +79,8 @@ export interface SessionRecord {
   tokenEstimate: number;
   lastActivity?: ActivityMark;
   attempt?: AttemptRecord;
+  /** H2: on a branch's root, where it was branched from. */
+  branchedFrom?: BranchedFrom;
 }
 
 export interface CreateSessionInput {
@@ -374,6 +377,8 @@ export interface ConversationRecord {
   activeAt: string;
   /** Items in the live session, where the store read it along (the listing). */
   messageCount?: number;
+  /** H2: the conversation this one was branched from (absent: not a branch). */
+  branchedFrom?: BranchedFrom;
 }
 
 export interface CreateConversationInput {
@@ -511,4 +516,6 @@ export interface LineageStore {
   touchConversation(tenantId: string, conversationId: string): Promise<void>;
   /** K3: deletes every session of the chain and the conversation; ConversationNotFoundError when there is none. */
   deleteConversation(tenantId: string, conversationId: string): Promise<void>;
+  /** H2: a new conversation holding a copy of `from`'s items 1..n, its root carrying `branchedFrom`. */
+  branchConversation(input: BranchInput): Promise<BranchResult>;
 }

@@ -162,3 +162,25 @@ def test_async_client_has_the_same_surface(base_url: str, api_key: str, conv_id:
         await ac.delete()
 
     asyncio.run(main())
+
+
+def test_h2_branch_from_the_middle_with_its_edge_a_keyed_retry_makes_one_and_typed_errors(client: LineageClient, conv_id: str) -> None:
+    client.put_conversation(conv_id, format="chat")
+    client.append_to_conversation(conv_id, chat(6))
+    new_id = f"{conv_id}.branch"
+    b = client.branch(conv_id, new_id, from_seq=4, idempotency_key=f"k-{new_id}")  # POST …/branches
+    edge = b["branchedFrom"]
+    assert b["conversationId"] == new_id and b["messageCount"] == 4
+    assert edge["conversationId"] == conv_id and edge["seq"] == 4
+    assert client.branch(conv_id, new_id, from_seq=4, idempotency_key=f"k-{new_id}") == b
+    assert client.read_conversation(new_id)[0] == chat(6)[:4]
+    assert client.conversation_lineage(new_id)["branchedFrom"] == edge
+    assert client.read_conversation(conv_id)[0] == chat(6)
+    with pytest.raises(ConflictError) as taken:
+        client.branch(conv_id, new_id)
+    assert taken.value.code == "conversation_exists"
+    with pytest.raises(ValidationError) as far:
+        client.branch(conv_id, f"{new_id}.2", from_seq=7)
+    assert far.value.code == "from_seq_out_of_range"
+    a = asyncio.run(AsyncLineageClient.wrap(client).branch(conv_id, f"{new_id}.3"))
+    assert a["messageCount"] == 6

@@ -24,15 +24,14 @@ import type {
 } from '../types.js';
 import { isLiveTip, toSessionRecord, withDefaults, type MetaItem, type StoredAttempt, type StoredMeta } from './meta-row.js';
 import { runPartsTask } from './parts.js';
-import { isHeadSk, PART_PREFIX, remotePartPrefix, type RawRow, type StoredItem } from './rows.js';
+import { purgeSession } from './purge.js';
+import { isHeadSk, remotePartPrefix, type RawRow, type StoredItem } from './rows.js';
 import { readBounded, type BoundedPart } from './bounded.js';
 import {
   allShards,
   ATTEMPTS_INDEX,
   attemptShardOf,
   generationPrefix,
-  HELD_PREFIX,
-  IDEM_PREFIX,
   META_SK,
   MSG_PREFIX,
   parseTaskSk,
@@ -337,10 +336,8 @@ export class Attempts {
       // Never put a TTL on the live generation (a task for it can only be a bug or a stale replay).
       if (meta && meta.generation !== task.generation) touched = await this.archive(pk, task.generation, retentionSeconds);
     } else {
-      const record = await this.table.getItem<{ pendingChildId?: string }>({ pk, sk: taskSk('purge', 0) });
-      // H4: held attempts' outcome rows go too (they hold answers about the deleted session).
-      for (const prefix of [MSG_PREFIX, IDEM_PREFIX, PART_PREFIX, HELD_PREFIX]) touched += await this.table.deletePaced(pk, prefix);
-      if (record?.pendingChildId) touched += await this.removePendingChild(task.ref, record.pendingChildId);
+      // H4: everything of the session (purge.ts).
+      touched = await purgeSession(this.table, task.ref, (ref, child) => this.removePendingChild(ref, child));
     }
     await this.table.deleteAll([{ pk, sk: taskSk(task.kind, task.generation) }]);
     return touched;

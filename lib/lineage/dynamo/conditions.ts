@@ -101,3 +101,30 @@ export const TURNS_NOT_REQUIRED = '(attribute_not_exists(#turnPolicy) OR #turnPo
 export function turnStateCondition(meta: MetaItem): string {
   return meta.turnSeq === undefined ? 'attribute_not_exists(#turnSeq)' : '#turnSeq = :turnSeq';
 }
+
+/**
+ * H2: the branch's source is as it was when its items were read (the version moves with every
+ * append, pop, compaction and delete), so the copy is the session's items 1..n at one moment. `:v`.
+ */
+export function branchSourceCondition(meta: MetaItem): string {
+  return `${NOT_DELETED} AND ${versionCondition(meta)}`;
+}
+
+/** H2/K1: no conversation of this id exists for the tenant (put-if-absent on its CONV record). */
+export const CONVERSATION_ID_FREE = 'attribute_not_exists(pk)';
+
+/**
+ * H2/K1: the id is not the root session of a chain from before conversations (which GET would
+ * adopt as that conversation, conversations.ts): no session of that id, or one that is not such a root.
+ */
+export const NOT_A_LEGACY_ROOT =
+  'attribute_not_exists(pk) OR attribute_exists(#conversationId) OR attribute_exists(#parentSessionId) OR attribute_exists(#deletedAt)';
+
+/**
+ * H4: a purge deletes a create's Idempotency-Key record only while its stored answer names the
+ * deleted session: the same key reused after its retention by another create keeps that one's. `:sid` (quoted).
+ */
+export const CREATE_KEY_OF_SESSION = 'contains(#bodyJson, :sid)';
+
+/** H4: a purge erases a session's record only once it is a tombstone (a stray task never erases a live session). */
+export const ERASE_ONLY_DELETED = 'attribute_exists(#deletedAt)';

@@ -11,6 +11,7 @@
 import { createHash } from 'node:crypto';
 import type { ItemFormat } from '../../items/types.js';
 import { LineageError } from '../errors.js';
+import type { BranchedFrom } from '../branches.js';
 import type { ConversationRecord, ConversationScope } from '../types.js';
 import { metadataOf, type MetaItem } from './meta-row.js';
 import type { Key, Table, TransactItem } from './table.js';
@@ -35,6 +36,8 @@ export interface ConversationItem {
   /** GSI conversationsByActivity: the tenant's partition of the listing, and its order. */
   convTenant: string;
   activeAt: string;
+  /** H2: a branch's edge, as on its root session's record. */
+  branchedFrom?: BranchedFrom;
 }
 
 /** The conversation id a create asked for is taken (the caller decides what that means). */
@@ -80,6 +83,7 @@ export function conversationItemFor(root: MetaItem, conversationId: string): Con
   };
   if (root.source !== undefined) item.source = root.source;
   if (root.metadataJson !== undefined) item.metadataJson = root.metadataJson;
+  if (root.branchedFrom !== undefined) item.branchedFrom = root.branchedFrom;
   return item;
 }
 
@@ -98,6 +102,7 @@ export function toConversationRecord(item: ConversationItem): ConversationRecord
   const metadata = metadataOf(item);
   if (metadata !== undefined) r.metadata = metadata;
   if (item.source !== undefined) r.source = item.source;
+  if (item.branchedFrom !== undefined) r.branchedFrom = item.branchedFrom;
   return r;
 }
 

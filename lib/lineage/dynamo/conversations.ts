@@ -7,7 +7,13 @@ import { QueryCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import type { SessionRef } from '../../session-ref.js';
 import { InvalidCursorError } from '../cursor.js';
 import { ConversationNotFoundError, FormatMismatchError, SessionIdNotConversationError, StoreRetryableError } from '../errors.js';
-import type { ConversationPage, ConversationRecord, CreateConversationInput, EnsureConversationResult } from '../types.js';
+import type {
+  ConversationPage,
+  ConversationRecord,
+  ConversationScope,
+  CreateConversationInput,
+  EnsureConversationResult,
+} from '../types.js';
 import {
   conversationKey,
   CONVERSATIONS_INDEX,
@@ -21,7 +27,7 @@ import { expression } from './expression.js';
 import { isLiveTip, type MetaItem } from './meta-row.js';
 import { chainOf } from './links.js';
 import { isConditionFailure, rounds } from './retry.js';
-import { tombstoneEntries, type Sessions } from './sessions.js';
+import { purgeTaskItem, tombstoneEntries, type Sessions } from './sessions.js';
 import type { Table, TransactItem } from './table.js';
 import { EXISTS, LIVE } from './conditions.js';
 
@@ -254,11 +260,13 @@ export class Conversations {
       if (onlyWithLive !== undefined && conv.liveSessionId !== onlyWithLive && !started) return null;
       const chain = await chainOf(this.table, { tenantId, sessionId: conv.liveSessionId }, { fromTombstone: true });
       const alive = chain.filter((m) => !m.deletedAt);
+      // H4: nothing of the conversation stays, so each purge erases its session's record too.
+      const erase = { conversationId: conv.conversationId, rootSessionId: conv.rootSessionId };
       const older = alive.slice(0, Math.max(0, alive.length - SESSIONS_PER_TX));
       const newest = alive.slice(older.length);
       for (let i = 0; i < older.length; i += SESSIONS_PER_TX) {
         started = true;
-        await this.tombstoneIgnoringDone(older.slice(i, i + SESSIONS_PER_TX));
+        await this.tombstoneIgnoringDone(older.slice(i, i + SESSIONS_PER_TX), erase);
       }
       const entries: TransactItem[] = [
         {
@@ -268,11 +276,15 @@ export class Conversations {
             ...expression({ condition: `${EXISTS} AND #liveSessionId = :live` }, { ':live': conv.liveSessionId }),
           },
         },
-        ...newest.flatMap((m) => tombstoneEntries(this.table, m)),
+        ...newest.flatMap((m) => tombstoneEntries(this.table, m, erase)),
       ];
       try {
         await this.table.transact('delete conversation', entries);
-        return { conversation: conv, tombstoned: alive };
+        // H4: sessions the client deleted one by one before kept their tombstones for their
+        // relatives; with the conversation gone they are erased as well.
+        const earlier = chain.filter((m) => m.deletedAt);
+        await this.table.putAll(earlier.map((m) => purgeTaskItem(this.table, m, erase)));
+        return { conversation: conv, tombstoned: [...alive, ...earlier] };
       } catch (err) {
         // The tip moved (a rotation committed), or a session was deleted meanwhile: read again.
         if (!isConditionFailure(err)) throw err;
@@ -300,17 +312,17 @@ export class Conversations {
     return { tombstoned: [meta] };
   }
 
-  private async tombstoneIgnoringDone(metas: MetaItem[]): Promise<void> {
+  private async tombstoneIgnoringDone(metas: MetaItem[], erase: ConversationScope): Promise<void> {
     try {
       await this.table.transact(
         'delete conversation sessions',
-        metas.flatMap((m) => tombstoneEntries(this.table, m)),
+        metas.flatMap((m) => tombstoneEntries(this.table, m, erase)),
       );
     } catch (err) {
       // One was deleted meanwhile: the rest one by one, a deleted one being done already.
       if (!isConditionFailure(err)) throw err;
       for (const m of metas) {
-        await this.table.transact('delete session', tombstoneEntries(this.table, m)).catch((e: unknown) => {
+        await this.table.transact('delete session', tombstoneEntries(this.table, m, erase)).catch((e: unknown) => {
           if (!isConditionFailure(e)) throw e;
         });
       }

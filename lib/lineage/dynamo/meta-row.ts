@@ -1,5 +1,6 @@
 // The session record row (META) as stored in the table, and its conversion to the store's SessionRecord.
 import type { ItemFormat } from '../../items/types.js';
+import type { BranchedFrom } from '../branches.js';
 import type { ActivityMark, AttemptRecord, EndReason, SessionRecord } from '../types.js';
 
 /** A short write barrier an attempt puts up when appends keep outrunning its commit (lib/lineage/dynamo/commit.ts). */
@@ -119,6 +120,10 @@ export interface MetaItem {
   rotationShard?: string;
   /** Attempt that created this child (idempotent commit detection). */
   createdByAttempt?: string;
+  /** H2: on a branch's root only: the conversation, session and item it was branched from (never a rotation link). */
+  branchedFrom?: BranchedFrom;
+  /** H4: the pk of the create's Idempotency-Key record (POST /sessions with a key), so the purge finds it. */
+  createKeyPk?: string;
 }
 
 /** A META item as stored, before defaults: what older code may have written. */
@@ -179,6 +184,7 @@ export function toSessionRecord(item: MetaItem): SessionRecord {
   if (item.fence !== undefined) r.fence = item.fence;
   if (item.turnPolicy !== undefined) r.turnPolicy = item.turnPolicy;
   if (item.compactionPolicy !== undefined) r.compactionPolicy = item.compactionPolicy;
+  if (item.branchedFrom !== undefined) r.branchedFrom = item.branchedFrom;
   if (item.lastActivity !== undefined) r.lastActivity = item.lastActivity;
   if (item.attempt !== undefined) {
     const { stale: _stale, ...attempt } = item.attempt;

@@ -14,6 +14,7 @@ import {
 } from '../errors.js';
 import { DEFAULT_IDEMPOTENCY_TTL_SECONDS, MAX_APPEND_BYTES } from '../limits.js';
 import type {
+  ConversationScope,
   AppendInput,
   AppendResult,
   CreateResult,
@@ -97,9 +98,11 @@ export class Sessions {
       tokenEstimate: 0,
       version: 1,
     };
+    const idem = input.idempotency;
+    // H4: the record names its create's key, so a delete's purge removes that key's stored answer too.
+    if (idem) item.createKeyPk = createIdempotencyKey(input.tenantId, idem.key).pk;
     const session = toSessionRecord(item);
     const entries: TransactItem[] = [this.table.put(item, 'attribute_not_exists(pk)')];
-    const idem = input.idempotency;
     if (idem) {
       const key = createIdempotencyKey(input.tenantId, idem.key);
       const seen = liveRecord(await this.table.getItem<IdempotencyRecord>(key), this.table.now());
@@ -445,11 +448,12 @@ export class Sessions {
 
 /**
  * A6/K3: a session's tombstone (its record stays so relatives' links resolve) and the task that
- * purges its items: two transaction entries, the first conditioned on "not deleted yet".
+ * purges its items: two transaction entries, the first conditioned on "not deleted yet". `erase`
+ * (H4: the whole conversation goes, so no relative is left to need the record): the purge removes
+ * the record too, and the conversation incarnation's Idempotency-Key records.
  */
-export function tombstoneEntries(table: Table, meta: MetaItem): TransactItem[] {
+export function tombstoneEntries(table: Table, meta: MetaItem, erase?: ConversationScope): TransactItem[] {
   const ref = { tenantId: meta.tenantId, sessionId: meta.sessionId };
-  const pk = sessionPk(ref);
   return [
     table.metaUpdate(
       ref,
@@ -461,14 +465,21 @@ export function tombstoneEntries(table: Table, meta: MetaItem): TransactItem[] {
       },
       { ':at': table.isoNow(), ':one': 1 },
     ),
-    table.put({
-      pk,
-      sk: taskSk('purge', 0),
-      kind: 'purge',
-      generation: 0,
-      attemptShard: attemptShardOf(pk, table.attemptShards),
-      leaseExpiresAt: table.now(),
-      ...(meta.attempt ? { pendingChildId: meta.attempt.pendingChildId } : {}),
-    }),
+    table.put(purgeTaskItem(table, meta, erase)),
   ];
+}
+
+/** The purge task of a deleted session (attempts.ts runs it): due at once, found by the sweep if the background run is lost. */
+export function purgeTaskItem(table: Table, meta: MetaItem, erase?: ConversationScope): Record<string, unknown> {
+  const pk = sessionPk(meta);
+  return {
+    pk,
+    sk: taskSk('purge', 0),
+    kind: 'purge',
+    generation: 0,
+    attemptShard: attemptShardOf(pk, table.attemptShards),
+    leaseExpiresAt: table.now(),
+    ...(meta.attempt ? { pendingChildId: meta.attempt.pendingChildId } : {}),
+    ...(erase ? { erase: { conversationId: erase.conversationId, rootSessionId: erase.rootSessionId } } : {}),
+  };
 }

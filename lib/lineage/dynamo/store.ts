@@ -48,8 +48,10 @@ import type {
   TurnView,
 } from '../types.js';
 import type { Item } from '../../items/types.js';
+import type { BranchInput, BranchResult } from '../branches.js';
 import { StaleSnapshotError } from '../errors.js';
 import { Attempts } from './attempts.js';
+import { Branches } from './branches.js';
 import { commitPartial } from './bounded.js';
 import { Commits } from './commit.js';
 import { conversationIdempotencyPrefix, conversationKey } from './conversation-row.js';
@@ -84,6 +86,7 @@ export class DynamoLineageStore implements LineageStore {
   private readonly conversations: Conversations;
   private readonly transactions: Transactions;
   private readonly turns: Turns;
+  private readonly branches: Branches;
   private readonly retention: number;
 
   constructor(opts: DynamoLineageStoreOptions) {
@@ -96,6 +99,7 @@ export class DynamoLineageStore implements LineageStore {
     this.conversations = new Conversations(this.table, this.sessions);
     this.transactions = new Transactions(this.table, opts.idempotencyTtlSeconds);
     this.turns = new Turns(this.table);
+    this.branches = new Branches(this.table, opts.idempotencyTtlSeconds);
     this.retention = opts.archiveRetentionSeconds ?? DEFAULT_ARCHIVE_RETENTION_S;
   }
 
@@ -298,6 +302,9 @@ export class DynamoLineageStore implements LineageStore {
   }
   touchConversation(tenantId: string, conversationId: string): Promise<void> {
     return this.conversations.touch(tenantId, conversationId);
+  }
+  branchConversation(input: BranchInput): Promise<BranchResult> {
+    return this.branches.branch(input);
   }
   async deleteConversation(tenantId: string, conversationId: string): Promise<void> {
     const gone = await this.conversations.delete(tenantId, conversationId);

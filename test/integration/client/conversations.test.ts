@@ -57,4 +57,20 @@ describe('LineageClient conversations', () => {
     await expect(client.appendToConversation(id, say(1))).rejects.toBeInstanceOf(NotFoundError);
     await expect(client.getConversation('no spaces allowed')).rejects.toBeInstanceOf(BadRequestError);
   });
+
+  it('H2: branch(id, {conversationId, fromSeq}) makes a new conversation with the edge; a retry with its key makes one; typed errors', async () => {
+    const id = `src.${randomUUID().slice(0, 8)}`;
+    await client.putConversation(id);
+    for (let i = 0; i < 3; i++) await client.appendToConversation(id, say(i));
+    const newId = `${id}.b`;
+    const b = await client.branch(id, { conversationId: newId, fromSeq: 3 }, { idempotencyKey: `k-${newId}` });
+    expect(b).toMatchObject({ conversationId: newId, messageCount: 3, branchedFrom: { conversationId: id, seq: 3 } });
+    expect(await client.branch(id, { conversationId: newId, fromSeq: 3 }, { idempotencyKey: `k-${newId}` })).toEqual(b);
+    expect((await client.readConversation(newId)).items).toEqual([...say(0), say(1)[0]]);
+    expect((await client.conversationLineage(newId)).branchedFrom).toEqual(b.branchedFrom);
+    await expect(client.branch(id, { conversationId: newId })).rejects.toMatchObject({ status: 409, code: 'conversation_exists' });
+    const far = await client.branch(id, { conversationId: `${id}.c`, fromSeq: 99 }).catch((e: unknown) => e);
+    expect(far).toBeInstanceOf(BadRequestError);
+    expect(far).toMatchObject({ code: 'from_seq_out_of_range', field: 'fromSeq' });
+  });
 });

@@ -119,6 +119,13 @@ class AsyncLineageClient:
     async def apply_transaction(self, conversation_id: str, operation_id: str, transaction: JSON) -> JSON:
         return await asyncio.to_thread(self.sync.apply_transaction, conversation_id, operation_id, transaction)
 
+    async def branch(
+        self, conversation_id: str, new_conversation_id: str, *, from_seq: int | None = None, idempotency_key: str | None = None
+    ) -> JSON:
+        return await asyncio.to_thread(
+            self.sync.branch, conversation_id, new_conversation_id, from_seq=from_seq, idempotency_key=idempotency_key
+        )
+
     async def apply_session_transaction(self, session_id: str, operation_id: str, transaction: JSON) -> JSON:
         return await asyncio.to_thread(self.sync.apply_session_transaction, session_id, operation_id, transaction)
 

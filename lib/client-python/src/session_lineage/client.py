@@ -279,6 +279,17 @@ class LineageClient:
         path = f"/conversations/{_q(conversation_id)}/transactions"
         return _obj(self._call("POST", path, "repeatable", body=body, headers=_turn(turn_token)).body)
 
+    def branch(
+        self, conversation_id: str, new_conversation_id: str, *, from_seq: int | None = None, idempotency_key: str | None = None
+    ) -> JSON:
+        """POST /conversations/{id}/branches (SPEC H2): a new conversation ``new_conversation_id`` holding a copy of the
+        live session's items 1..``from_seq`` (default: all), whose ``branchedFrom`` names where it came from. Every
+        retry sends one Idempotency-Key, so a retried branch creates one branch (409 ``conversation_exists`` when the
+        id is taken, 400 ``from_seq_out_of_range`` past the last item)."""
+        body = _present(conversationId=new_conversation_id, fromSeq=from_seq)
+        path = f"/conversations/{_q(conversation_id)}/branches"
+        return _obj(self._keyed(idempotency_key or new_idempotency_key(), "POST", path, body).body["conversation"])
+
     # --- turns (SPEC T1-T6) ---------------------------------------------------------------------
 
     def begin_turn(

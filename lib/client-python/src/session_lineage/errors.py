@@ -61,7 +61,7 @@ class AuthenticationError(LineageError):
 class ConflictError(LineageError):
     """409: ``session_ended`` (continue on ``live_session_id``), ``count_mismatch`` (``message_count`` is the
     live count), ``cursor_stale``, ``format_mismatch``, ``lease_lost``, ``committed``, ``commit_in_progress``, ``turn_superseded``, ``turn_ended``,
-    ``turn_expired``, ``turn_required``, ``rollback_unavailable``, ``conflict``..."""
+    ``turn_expired``, ``turn_required``, ``rollback_unavailable``, ``conversation_exists`` (a branch's new id is taken), ``conflict``..."""
 
     @property
     def live_session_id(self) -> str | None:
@@ -89,7 +89,7 @@ class ConversationBusyError(ConflictError):
 
 
 class ValidationError(LineageError):
-    """The request was refused as it is: 400 (``field`` names what is wrong, e.g. ``messages[3].content``),
+    """The request was refused as it is: 400 (``field`` names what is wrong, e.g. ``messages[3].content``; ``from_seq_out_of_range``: a branch point past the last item),
     413 ``payload_too_large``, 415 ``unsupported_media_type``, 422 ``idempotency_key_reused``."""
 
     @property
