@@ -72,6 +72,8 @@ export interface ConversationView {
   turns?: 'optional' | 'required';
   /** E6: whose engine compacts it (shown where the live session was read). */
   compaction?: CompactionPolicy;
+  /** H3: the conversation's own retention, when set. */
+  retention?: { archivedSeconds?: number; endedSessionSeconds?: number };
 }
 
 /** The policies a conversation's live session keeps (T5, E6), as its view shows them. */
@@ -98,6 +100,7 @@ export function conversationView(c: ConversationRecord, messageCount: number, po
     source: c.source ?? null,
     metadata: c.metadata ?? {},
   };
+  if (c.retention !== undefined) view.retention = c.retention;
   if (policies !== undefined) {
     view.turns = policies.turns;
     view.compaction = policies.compaction;

@@ -2,6 +2,7 @@
 // Store-agnostic: the DynamoDB implementation lives in ./dynamo/.
 import type { Item, ItemFormat } from '../items/types.js';
 import type { SessionRef } from '../session-ref.js';
+import type { HistoryPage, HistoryRequest, Retention } from './history.js';
 
 export type EndReason = 'compression';
 
@@ -372,6 +373,8 @@ export interface ConversationRecord {
   updatedAt: string;
   /** Last activity (also appends, coarsely): what GET /conversations orders by, newest first. */
   activeAt: string;
+  /** H3: the conversation's own retention, when set. */
+  retention?: Retention;
   /** Items in the live session, where the store read it along (the listing). */
   messageCount?: number;
 }
@@ -431,6 +434,15 @@ export interface LineageStore {
   deleteSession(ref: SessionRef): Promise<void>;
   /** Root to live tip. */
   lineage(ref: SessionRef): Promise<SessionRecord[]>;
+  /** H1: one page of everything the conversation held (ConversationNotFoundError). */
+  readHistory(tenantId: string, conversationId: string, req: HistoryRequest): Promise<HistoryPage & { rootSessionId: string }>;
+  /** H1: the same for the conversation of `ref`, up to and including that session. */
+  readSessionHistory(ref: SessionRef, req: HistoryRequest): Promise<HistoryPage>;
+  /** H3: the tenant's retention setting (operators set it; absent fields: the defaults). */
+  tenantRetention(tenantId: string): Promise<Retention>;
+  setTenantRetention(tenantId: string, r: { [K in keyof Retention]?: number | null }): Promise<Retention>;
+  /** H3: the conversation's own retention (the caller checked it against the tenant's). */
+  setConversationRetention(tenantId: string, conversationId: string, r: Retention): Promise<ConversationRecord>;
   /** The live session of the chain `ref` belongs to (C4, F1), in a bounded number of reads. */
   liveTip(ref: SessionRef): Promise<string | null>;
   children(ref: SessionRef): Promise<SessionRecord[]>;

@@ -35,6 +35,9 @@ export interface ConversationItem {
   /** GSI conversationsByActivity: the tenant's partition of the listing, and its order. */
   convTenant: string;
   activeAt: string;
+  /** H3: this conversation's retention (retention.ts), bounded by the tenant's. */
+  archivedSeconds?: number;
+  endedSessionSeconds?: number;
 }
 
 /** The conversation id a create asked for is taken (the caller decides what that means). */
@@ -98,6 +101,12 @@ export function toConversationRecord(item: ConversationItem): ConversationRecord
   const metadata = metadataOf(item);
   if (metadata !== undefined) r.metadata = metadata;
   if (item.source !== undefined) r.source = item.source;
+  if (item.archivedSeconds !== undefined || item.endedSessionSeconds !== undefined) {
+    r.retention = {
+      ...(item.archivedSeconds !== undefined ? { archivedSeconds: item.archivedSeconds } : {}),
+      ...(item.endedSessionSeconds !== undefined ? { endedSessionSeconds: item.endedSessionSeconds } : {}),
+    };
+  }
   return r;
 }
 

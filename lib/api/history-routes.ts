@@ -1,0 +1,78 @@
+// H1 and H5: a conversation's whole history, paged (GET .../history, and the session twin), and
+// its export as JSON Lines (GET .../export). docs/history.md describes both.
+import { decodeHistoryCursor, encodeHistoryCursor, type HistoryEntry } from '../lineage/history.js';
+import { MAX_PAGE_BYTES } from '../lineage/limits.js';
+import { describe, lineageOfConversation, readWithLive, withConversationErrors } from './conversation-routes.js';
+import type { Route, RouteContext } from './routes.js';
+import { DEFAULT_LIMIT, historyQuery, parseWith } from './schemas.js';
+
+/** The header an export page names the next page's cursor in (absent on the last page). */
+export const NEXT_CURSOR_HEADER = 'x-next-cursor';
+
+interface Paged {
+  entries: HistoryEntry[];
+  nextCursor: string | null;
+}
+
+async function conversationHistory(ctx: RouteContext, maxBytes: number): Promise<Paged> {
+  const id = ctx.params.conversationId!;
+  const q = parseWith(historyQuery, ctx.query, 'query');
+  const scope = { conversationId: id };
+  const from = q.cursor === undefined ? undefined : decodeHistoryCursor(ctx.tenantId, scope, q.cursor);
+  const page = await withConversationErrors(ctx, () =>
+    ctx.deps.store.readHistory(ctx.tenantId, id, { limit: q.limit ?? DEFAULT_LIMIT, maxBytes, ...(from ? { from } : {}) }),
+  );
+  return { entries: page.entries, nextCursor: page.next ? encodeHistoryCursor(ctx.tenantId, scope, page.next) : null };
+}
+
+export const historyRoutes: readonly Route[] = [
+  {
+    method: 'GET',
+    path: '/conversations/{conversationId}/history',
+    async handle(ctx) {
+      return { status: 200, body: await conversationHistory(ctx, MAX_PAGE_BYTES) };
+    },
+  },
+  {
+    method: 'GET',
+    path: '/sessions/{id}/history',
+    async handle(ctx) {
+      const q = parseWith(historyQuery, ctx.query, 'query');
+      const scope = { sessionId: ctx.params.id! };
+      const from = q.cursor === undefined ? undefined : decodeHistoryCursor(ctx.tenantId, scope, q.cursor);
+      const page = await ctx.deps.store.readSessionHistory(
+        { tenantId: ctx.tenantId, sessionId: scope.sessionId },
+        { limit: q.limit ?? DEFAULT_LIMIT, maxBytes: MAX_PAGE_BYTES, ...(from ? { from } : {}) },
+      );
+      return {
+        status: 200,
+        body: { entries: page.entries, nextCursor: page.next ? encodeHistoryCursor(ctx.tenantId, scope, page.next) : null },
+      };
+    },
+  },
+  {
+    method: 'GET',
+    path: '/conversations/{conversationId}/export',
+    async handle(ctx) {
+      const first = ctx.query.cursor === undefined;
+      // The first page leads with the conversation and its lineage; its budget leaves them room.
+      const head = first ? await conversationLine(ctx) : '';
+      const page = await conversationHistory(ctx, MAX_PAGE_BYTES - Buffer.byteLength(head, 'utf8'));
+      const lines = page.entries.map((e) => `${JSON.stringify({ type: 'item', ...e })}\n`);
+      return {
+        status: 200,
+        headers: {
+          'content-type': 'application/x-ndjson; charset=utf-8',
+          ...(page.nextCursor ? { [NEXT_CURSOR_HEADER]: page.nextCursor } : {}),
+        },
+        text: head + lines.join(''),
+      };
+    },
+  },
+];
+
+async function conversationLine(ctx: RouteContext): Promise<string> {
+  const { conv, live } = await readWithLive(ctx);
+  const [conversation, lineage] = await Promise.all([describe(ctx, conv, live), lineageOfConversation(ctx)]);
+  return `${JSON.stringify({ type: 'conversation', conversation, lineage })}\n`;
+}
