@@ -19,7 +19,7 @@ import { decodeBinary, encodeBinary } from './binary.js';
 import type { HeldTurn, LineageClient } from './client.js';
 import { chunks, MAX_TAIL } from './chunks.js';
 import { BadRequestError, ConflictError, IdempotencyKeyReusedError, LineageError, NotFoundError } from './errors.js';
-import { HistoryTransactionError, snapshotTransactionArgs, type HistoryTransaction } from './history-snapshot.js';
+import { HistoryTransactionError, INVALID_ITEMS, snapshotTransactionArgs, type HistoryTransaction } from './history-snapshot.js';
 import { assertJsonValue } from './json-values.js';
 import type { CompactionEngine, CompactWithResult } from './held.js';
 import type { BeginTurnRequest, CompressMode, CompressOrigin, Item, Session } from './types.js';
@@ -212,8 +212,7 @@ export class LineageSession
         throw new HistoryTransactionError('Session history suffix no longer matches the transaction precondition.', { cause: err });
       if (err instanceof IdempotencyKeyReusedError)
         throw new HistoryTransactionError('Session history operation was already applied with a different transaction.', { cause: err });
-      if (err instanceof BadRequestError)
-        throw new HistoryTransactionError('Session history transaction items contain invalid or unsupported data.', { cause: err });
+      if (err instanceof BadRequestError) throw new HistoryTransactionError(INVALID_ITEMS, { cause: err });
       throw err;
     }
   }

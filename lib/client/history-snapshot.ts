@@ -14,7 +14,7 @@ export class HistoryTransactionError extends LineageError {
   override name = 'HistoryTransactionError';
 }
 
-const INVALID_ITEMS = 'Session history transaction items contain invalid or unsupported data.';
+export const INVALID_ITEMS = 'Session history transaction items contain invalid or unsupported data.';
 const NOT_AN_OBJECT = 'Session history transaction must be an object.';
 
 /** Reads `args` once and returns a detached snapshot of the operation id and transaction, or throws the SDK's message. */
