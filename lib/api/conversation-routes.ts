@@ -128,11 +128,6 @@ export async function onLive<T extends Acted>(
   throw new StoreRetryableError(`conversation ${id}: its live session kept moving`);
 }
 
-/** GET .../lineage's body for the conversation (H5's export leads with it). */
-export async function lineageOfConversation(ctx: RouteContext): Promise<unknown> {
-  return (await onLive(ctx, (ref) => lineageOf(ctx, ref))).result.body;
-}
-
 /** A cursor issued for another session of the chain (before a rotation) is stale, not foreign. */
 function conversationCursor(ref: SessionRef) {
   return (cursor: string) => {
@@ -146,7 +141,7 @@ function conversationCursor(ref: SessionRef) {
 }
 
 /** The conversation as GET shows it: its record and its live session's count, the tip re-read if the record moved it. */
-export async function describe(ctx: RouteContext, conv: ConversationRecord, live?: SessionRecord | null) {
+async function describe(ctx: RouteContext, conv: ConversationRecord, live?: SessionRecord | null) {
   let session = live && live.sessionId === conv.liveSessionId ? live : await ctx.deps.store.getSession(tipRefOf(ctx, conv));
   if (!session) throw conversationNotFound(conv.conversationId);
   if (isEnded(session)) session = null;
@@ -159,7 +154,7 @@ function tipRefOf(ctx: RouteContext, conv: ConversationRecord): SessionRef {
 }
 
 /** The record, and when the tip is known here the live session beside it (one step, P5). */
-export async function readWithLive(ctx: RouteContext): Promise<{ conv: ConversationRecord; live?: SessionRecord | null }> {
+async function readWithLive(ctx: RouteContext): Promise<{ conv: ConversationRecord; live?: SessionRecord | null }> {
   const id = convIdOf(ctx);
   const known = tipsOf(ctx.deps).get(ctx.tenantId, id);
   const [conv, live] = await Promise.all([

@@ -2,7 +2,8 @@
 // its export as JSON Lines (GET .../export). docs/history.md describes both.
 import { decodeHistoryCursor, encodeHistoryCursor, type HistoryEntry } from '../lineage/history.js';
 import { MAX_PAGE_BYTES } from '../lineage/limits.js';
-import { describe, lineageOfConversation, readWithLive, withConversationErrors } from './conversation-routes.js';
+import { withConversationErrors } from './conversation-routes.js';
+import { exportPage } from './export.js';
 import type { Route, RouteContext } from './routes.js';
 import { DEFAULT_LIMIT, historyQuery, parseWith } from './schemas.js';
 
@@ -54,25 +55,18 @@ export const historyRoutes: readonly Route[] = [
     method: 'GET',
     path: '/conversations/{conversationId}/export',
     async handle(ctx) {
-      const first = ctx.query.cursor === undefined;
-      // The first page leads with the conversation and its lineage; its budget leaves them room.
-      const head = first ? await conversationLine(ctx) : '';
-      const page = await conversationHistory(ctx, MAX_PAGE_BYTES - Buffer.byteLength(head, 'utf8'));
-      const lines = page.entries.map((e) => `${JSON.stringify({ type: 'item', ...e })}\n`);
+      const q = parseWith(historyQuery, ctx.query, 'query');
+      const page = await withConversationErrors(ctx, () =>
+        exportPage(ctx.deps.store, ctx.tenantId, ctx.params.conversationId!, { cursor: q.cursor, limit: q.limit ?? DEFAULT_LIMIT }),
+      );
       return {
         status: 200,
         headers: {
           'content-type': 'application/x-ndjson; charset=utf-8',
           ...(page.nextCursor ? { [NEXT_CURSOR_HEADER]: page.nextCursor } : {}),
         },
-        text: head + lines.join(''),
+        text: page.text,
       };
     },
   },
 ];
-
-async function conversationLine(ctx: RouteContext): Promise<string> {
-  const { conv, live } = await readWithLive(ctx);
-  const [conversation, lineage] = await Promise.all([describe(ctx, conv, live), lineageOfConversation(ctx)]);
-  return `${JSON.stringify({ type: 'conversation', conversation, lineage })}\n`;
-}
