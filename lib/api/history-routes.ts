@@ -4,7 +4,8 @@ import { decodeHistoryCursor, encodeHistoryCursor, type HistoryEntry } from '../
 import { MAX_PAGE_BYTES } from '../lineage/limits.js';
 import { withConversationErrors } from './conversation-routes.js';
 import { exportPage } from './export.js';
-import type { Route, RouteContext } from './routes.js';
+import { readImport } from './import.js';
+import { idempotencyOf, replayed, type Route, type RouteContext } from './routes.js';
 import { DEFAULT_LIMIT, historyQuery, parseWith } from './schemas.js';
 
 /** The header an export page names the next page's cursor in (absent on the last page). */
@@ -67,6 +68,24 @@ export const historyRoutes: readonly Route[] = [
         },
         text: page.text,
       };
+    },
+  },
+  {
+    method: 'POST',
+    path: '/conversations/{conversationId}/import',
+    async handle(ctx) {
+      const { input, sessionIds, items } = readImport(ctx.tenantId, ctx.params.conversationId!, ctx.body, idempotencyOf(ctx));
+      const sessions = input.sessions.map((s) => s.sessionId);
+      const body = {
+        conversationId: input.conversationId,
+        rootSessionId: sessions[0],
+        liveSessionId: sessions.at(-1),
+        sessions: sessions.length,
+        items,
+        sessionIds,
+      };
+      const r = await ctx.deps.store.importConversation({ ...input, respond: () => ({ status: 201, body }) });
+      return r.replayed ? replayed(r.response) : { status: 201, body };
     },
   },
 ];

@@ -591,6 +591,26 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/conversations/{conversationId}/import": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The conversation's id, chosen by the client (or a root session's id for a chain made with POST /sessions); scoped to the tenant */
+                conversationId: components["parameters"]["ConversationId"];
+            };
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Restores an export (SPEC H5) into this new conversation id: its export then deep-equals the original but for the ids */
+        post: operations["importConversation"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
 }
 export type webhooks = Record<string, never>;
 export interface components {
@@ -1069,6 +1089,18 @@ export interface components {
             entries: components["schemas"]["HistoryEntry"][];
             /** @description Null at the end. A page reads one session, so it may hold fewer than limit entries (even none): follow nextCursor until null */
             nextCursor: string | null;
+        };
+        ImportResponse: {
+            conversationId: string;
+            rootSessionId: string;
+            liveSessionId: string;
+            sessions: number;
+            /** @description History entries restored */
+            items: number;
+            /** @description Each exported session id and the new session that holds its items */
+            sessionIds: {
+                [key: string]: string;
+            };
         };
     };
     responses: {
@@ -2830,6 +2862,78 @@ export interface operations {
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
             404: components["responses"]["NotFound"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["Internal"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    importConversation: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Applies the request at most once (24 h); a retry with the same key and body gets the first response */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+            };
+            path: {
+                /** @description The conversation's id, chosen by the client (or a root session's id for a chain made with POST /sessions); scoped to the tenant */
+                conversationId: components["parameters"]["ConversationId"];
+            };
+            cookie?: never;
+        };
+        /** @description The export's lines (GET .../export, every page concatenated), at most 5 MB */
+        requestBody: {
+            content: {
+                "application/x-ndjson": string;
+            };
+        };
+        responses: {
+            /** @description Imported (or, with the same Idempotency-Key and body, the first import's answer, Idempotent-Replayed: true) */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ImportResponse"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            /** @description conflict: the conversation id exists (an import makes a new conversation) */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description payload_too_large: a body over 5 MB, or a chain too long for one transaction */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description unsupported_media_type */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description idempotency_key_reused: the key was used with another body */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
             429: components["responses"]["RateLimited"];
             500: components["responses"]["Internal"];
             503: components["responses"]["Unavailable"];

@@ -2,7 +2,8 @@
 // (session, generation, seq), when it was replaced, and whether a compaction wrote it. Paged by an
 // opaque cursor bound to the conversation (or session) it was issued for, like A5's.
 import { createHash } from 'node:crypto';
-import type { Item } from '../items/types.js';
+import type { Item, ItemFormat } from '../items/types.js';
+import type { ActivityMark, EndReason, IdempotencyInput, StoredResponse } from './types.js';
 import { ServiceError } from '../errors.js';
 import { InvalidCursorError } from './cursor.js';
 
@@ -109,4 +110,54 @@ export function decodeHistoryCursor(tenantId: string, scope: HistoryScope, curso
   if (c?.v !== 1 || typeof c.s !== 'string' || !whole(c.g) || !whole(c.a) || c.h !== bind(tenantId, scope, c.s))
     throw new InvalidCursorError();
   return { sessionId: c.s, generation: c.g, afterSeq: c.a };
+}
+
+/** H5: a conversation restored from an export, its ids already mapped to new ones (lib/api/import.ts). */
+export interface ImportInput {
+  tenantId: string;
+  conversationId: string;
+  format: ItemFormat;
+  source?: string;
+  metadata?: Record<string, unknown>;
+  createdAt: string;
+  updatedAt: string;
+  activeAt: string;
+  retention?: Retention;
+  turnPolicy?: 'required';
+  compactionPolicy?: 'agent';
+  /** Root first; each rotated into the next. */
+  sessions: ImportSession[];
+  idempotency?: IdempotencyInput;
+  /** The answer a replay of the key gets. */
+  respond: () => StoredResponse;
+}
+
+export interface ImportSession {
+  sessionId: string;
+  createdAt: string;
+  endedAt?: string;
+  endReason?: EndReason;
+  lastActivity?: ActivityMark;
+  /** Its generations in order; the last is the one it held when it rotated (or holds, live). */
+  generations: ImportGeneration[];
+}
+
+export interface ImportGeneration {
+  generation: number;
+  /** When an in-place compaction replaced it (every generation but the session's last). */
+  compactedAt?: string;
+  items: { seq: number; summary: boolean; item: Item; tokens: number }[];
+}
+
+export type ImportResult = { replayed: false } | { replayed: true; response: StoredResponse };
+
+/** H5: an import's target exists (and no Idempotency-Key names this very import). */
+export class ImportTargetExistsError extends ServiceError {
+  override readonly name = 'ImportTargetExistsError';
+  constructor(conversationId: string) {
+    super(`conversation ${conversationId} already exists: an import restores into a new conversation id`, {
+      status: 409,
+      code: 'conflict',
+    });
+  }
 }

@@ -2,7 +2,7 @@
 // Store-agnostic: the DynamoDB implementation lives in ./dynamo/.
 import type { Item, ItemFormat } from '../items/types.js';
 import type { SessionRef } from '../session-ref.js';
-import type { HistoryPage, HistoryRequest, Retention } from './history.js';
+import type { HistoryPage, HistoryRequest, ImportInput, ImportResult, Retention } from './history.js';
 
 export type EndReason = 'compression';
 
@@ -441,6 +441,8 @@ export interface LineageStore {
   /** H3: the tenant's retention setting (operators set it; absent fields: the defaults). */
   tenantRetention(tenantId: string): Promise<Retention>;
   setTenantRetention(tenantId: string, r: { [K in keyof Retention]?: number | null }): Promise<Retention>;
+  /** H5: restores an export into the new conversation `input.conversationId` (ImportTargetExistsError when it exists). */
+  importConversation(input: ImportInput): Promise<ImportResult>;
   /** H3: the conversation's own retention (the caller checked it against the tenant's). */
   setConversationRetention(tenantId: string, conversationId: string, r: Retention): Promise<ConversationRecord>;
   /** The live session of the chain `ref` belongs to (C4, F1), in a bounded number of reads. */

@@ -65,7 +65,9 @@ import { readAll, readPage, readTail } from './reads.js';
 import { Table, type TableOptions } from './table.js';
 import { History } from './history.js';
 import { RetentionSettings } from './retention.js';
-import type { HistoryPage, HistoryRequest, Retention } from '../history.js';
+import type { HistoryPage, HistoryRequest, ImportInput, ImportResult, Retention } from '../history.js';
+import { importConversation } from './import.js';
+import { DEFAULT_IDEMPOTENCY_TTL_SECONDS } from '../limits.js';
 import { Transactions } from './transactions.js';
 
 export interface DynamoLineageStoreOptions extends TableOptions {
@@ -89,6 +91,7 @@ export class DynamoLineageStore implements LineageStore {
   private readonly turns: Turns;
   private readonly retention: number;
   private readonly history: History;
+  private readonly idempotencyTtl: number;
   private readonly retentionSettings: RetentionSettings;
 
   constructor(opts: DynamoLineageStoreOptions) {
@@ -103,6 +106,7 @@ export class DynamoLineageStore implements LineageStore {
     this.turns = new Turns(this.table);
     this.retention = opts.archiveRetentionSeconds ?? DEFAULT_ARCHIVE_RETENTION_S;
     this.history = new History(this.table, this.retention);
+    this.idempotencyTtl = opts.idempotencyTtlSeconds ?? DEFAULT_IDEMPOTENCY_TTL_SECONDS;
     this.retentionSettings = new RetentionSettings(this.table, this.retention);
   }
 
@@ -111,6 +115,9 @@ export class DynamoLineageStore implements LineageStore {
   }
   readSessionHistory(ref: SessionRef, req: HistoryRequest): Promise<HistoryPage> {
     return this.history.ofSession(ref.tenantId, ref.sessionId, req);
+  }
+  importConversation(input: ImportInput): Promise<ImportResult> {
+    return importConversation(this.table, input, this.idempotencyTtl);
   }
   tenantRetention(tenantId: string): Promise<Retention> {
     return this.retentionSettings.tenant(tenantId);

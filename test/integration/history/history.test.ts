@@ -278,3 +278,97 @@ describe('export (SPEC H5)', () => {
     expect(lines.slice(1)).toEqual(history.map((e) => ({ type: 'item', ...e })));
   });
 });
+
+async function exportAll(id: string, limit = '4'): Promise<string> {
+  let text = '';
+  let cursor: string | undefined;
+  do {
+    const r = await call('GET', `/conversations/${id}/export`, { query: { limit, ...(cursor ? { cursor } : {}) } });
+    expect(r.status, r.text).toBe(200);
+    text += r.text;
+    cursor = r.headers['x-next-cursor'];
+  } while (cursor);
+  return text;
+}
+
+async function importInto(id: string, ndjson: string, key?: string): Promise<Answer> {
+  const event = gatewayEvent(key ?? 'unused', 'POST', `/conversations/${id}/import`);
+  event.headers = {
+    authorization: `Bearer ${keyOf()}`,
+    'content-type': 'application/x-ndjson',
+    ...(key ? { 'idempotency-key': key } : {}),
+  };
+  event.body = ndjson;
+  const r = await handleHttpRequest(event, deps, { requestId: randomUUID() });
+  const text = r.body ?? '';
+  return {
+    status: r.statusCode ?? 0,
+    body: text ? JSON.parse(text) : undefined,
+    text,
+    headers: (r.headers ?? {}) as Record<string, string>,
+  };
+}
+const keyOf = () => key;
+
+/** The import's export with its ids put back to the original's. */
+function withOriginalIds(text: string, from: string, to: string, sessionIds: Record<string, string>): string {
+  let out = text.replaceAll(`"${to}"`, `"${from}"`);
+  for (const [old, created] of Object.entries(sessionIds)) out = out.replaceAll(created, old);
+  return out;
+}
+
+describe('import (SPEC H5)', () => {
+  it('H5: export → import → export deep-equals the original but for the ids, after an in-place compaction and a rotation (summaries, compactedAt, generations, policies, metadata, retention)', async () => {
+    const { id } = await story();
+    expect(
+      (
+        await call('PATCH', `/conversations/${id}`, {
+          body: { metadata: { user: 'u1', n: 2 }, compaction: 'agent', retention: { archivedSeconds: 3600 } },
+        })
+      ).status,
+    ).toBe(200);
+    await compact(id, 'in_place', sumA); // the child gets a replaced generation too
+    await append(id, turns('fourth', 2));
+    const original = await exportAll(id);
+    const target = `imported-${randomUUID().slice(0, 8)}`;
+    const r = await importInto(target, original);
+    expect(r.status, r.text).toBe(201);
+    expect(r.body).toMatchObject({ conversationId: target, sessions: 2, items: original.split('\n').filter(Boolean).length - 1 });
+    const copy = await exportAll(target, '3');
+    const lines = (t: string) =>
+      t
+        .split('\n')
+        .filter(Boolean)
+        .map((l) => JSON.parse(l) as unknown);
+    expect(lines(withOriginalIds(copy, id, target, r.body.sessionIds))).toEqual(lines(original));
+    // The new ids are new: no session of the original is reused.
+    expect(Object.values(r.body.sessionIds as Record<string, string>).some((s) => original.includes(s))).toBe(false);
+    // It is a live conversation: appends and compactions go on.
+    await append(target, turns('after', 1));
+    await compact(target, 'rotate', sumB);
+    expect((await call('GET', `/conversations/${target}`)).body.conversation.sessions).toBe(3);
+  });
+
+  it('H5: the target must be new (409); an Idempotency-Key makes a retried import one import (replayed), another body under it 422; bad lines 400 naming the line', async () => {
+    const { id } = await story();
+    const original = await exportAll(id);
+    expect((await importInto(id, original)).status).toBe(409);
+    const target = `imported-${randomUUID().slice(0, 8)}`;
+    const ikey = randomUUID();
+    const first = await importInto(target, original, ikey);
+    expect(first.status, first.text).toBe(201);
+    const again = await importInto(target, original, ikey);
+    expect(again.status).toBe(201);
+    expect(again.headers['idempotent-replayed']).toBe('true');
+    expect(again.body).toEqual(first.body);
+    expect((await importInto(target, original.split('\n').slice(0, 3).join('\n'), ikey)).status).toBe(422);
+    expect((await importInto(target, original, randomUUID())).status).toBe(409);
+    const broken = original.replace('"type":"item"', '"type":"nope"');
+    const refused = await importInto(`imported-${randomUUID().slice(0, 8)}`, broken);
+    expect(refused.status).toBe(400);
+    expect(refused.body.error.message).toMatch(/^line 2/);
+    const shuffled = original.split('\n').filter(Boolean);
+    [shuffled[2], shuffled[3]] = [shuffled[3]!, shuffled[2]!];
+    expect((await importInto(`imported-${randomUUID().slice(0, 8)}`, shuffled.join('\n'))).status).toBe(400);
+  });
+});
