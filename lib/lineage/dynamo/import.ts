@@ -139,7 +139,8 @@ export async function importConversation(table: Table, input: ImportInput, idemp
   try {
     await table.transact('import conversation', [
       table.put(conv, 'attribute_not_exists(pk)'),
-      ...metas.map((m) => table.put(m, 'attribute_not_exists(pk)')),
+      // New random ids: nothing to collide with (the conversation record's condition is what decides).
+      ...metas.map((m) => table.put(m)),
       ...written.map((w) => partsTaskCheck(table, w.pk, w.scope)),
       ...(record ? [table.put(record)] : []),
     ]);

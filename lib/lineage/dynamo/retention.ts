@@ -6,6 +6,7 @@ import { GetCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import { ConversationNotFoundError } from '../errors.js';
 import { assertWithinTenant, effectiveRetention, type Retention } from '../history.js';
 import { toConversationRecord, conversationKey, type ConversationItem } from './conversation-row.js';
+import { EXISTS } from './conditions.js';
 import { isConditionFailure } from './retry.js';
 import type { Key, Table } from './table.js';
 import type { ConversationRecord } from '../types.js';
@@ -93,7 +94,7 @@ export class RetentionSettings {
             TableName: this.table.name,
             Key: conversationKey(tenantId, conversationId),
             UpdateExpression: update,
-            ConditionExpression: 'attribute_exists(pk)',
+            ConditionExpression: EXISTS,
             ExpressionAttributeValues: values,
             ReturnValues: 'ALL_NEW',
           }),

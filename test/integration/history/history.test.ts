@@ -8,6 +8,7 @@ import type { ApiDeps } from '../../../lib/api/http-app.js';
 import { DynamoLineageStore } from '../../../lib/lineage/dynamo/store.js';
 import { httpDeps } from '../../../lib/runtime.js';
 import { RoundTrips } from '../../support/round-trips.js';
+import { begin, commitInput } from '../lineage/support.js';
 import { gatewayEvent, testStackRuntime } from '../../support/in-process-api.js';
 
 const rt = testStackRuntime();
@@ -239,6 +240,11 @@ describe('retention (SPEC H3)', () => {
     expect((await call('PUT', `/conversations/${id}`, { body: { retention: { archivedSeconds: 8 * 24 * 3600 } } })).body.error.code).toBe(
       'retention_over_tenant_limit',
     );
+    // Only on a conversation that exists: no record appears for an unknown id (the update's condition).
+    const unknown = `hist-none-${randomUUID().slice(0, 8)}`;
+    expect((await call('PATCH', `/conversations/${unknown}`, { body: { retention: { archivedSeconds: 60 } } })).status).toBe(404);
+    expect((await call('GET', `/conversations/${unknown}`)).status).toBe(404);
+    expect(await later(0).getConversation(tenantId, unknown)).toBeNull();
     const tenant = `hist-t-${randomUUID().slice(0, 8)}`;
     const store = later(0);
     await store.setTenantRetention(tenant, { archivedSeconds: 3600, endedSessionSeconds: 7200 });
@@ -248,6 +254,16 @@ describe('retention (SPEC H3)', () => {
       code: 'retention_over_tenant_limit',
     });
     expect((await store.setConversationRetention(tenant, 'c1', { archivedSeconds: 3600 })).retention).toEqual({ archivedSeconds: 3600 });
+    // An archive of c1, then the tenant shortens its limit under c1's own setting: the shorter one applies at once.
+    const root = { tenantId: tenant, sessionId: (await store.getConversation(tenant, 'c1'))!.rootSessionId };
+    await store.appendItems(root, { prepare: () => ({ items: [msg('user', 'a'), msg('assistant', 'b')], tokenEstimates: [1, 1] }) });
+    await store.commitInPlace(root, await begin(store, root), commitInput([msg('user', 'sum')]));
+    const archived = async (seconds: number) =>
+      (await later(seconds).readHistory(tenant, 'c1', { limit: 10, maxBytes: 1e6 })).entries.filter((e) => e.compactedAt).length;
+    expect(await archived(700)).toBe(2);
+    await store.setTenantRetention(tenant, { archivedSeconds: 600 });
+    expect(await archived(700)).toBe(0);
+    expect(await archived(0)).toBe(2);
   });
 });
 
