@@ -24,7 +24,8 @@ async function call(method: string, path: string, body?: unknown, headers: Recor
     ...(body === undefined ? {} : { body: typeof body === 'string' ? body : JSON.stringify(body) }),
   });
   const text = await res.text();
-  const json = res.headers.get('content-type')?.startsWith('application/json') && text ? (JSON.parse(text) as any) : undefined; // eslint-disable-line @typescript-eslint/no-explicit-any
+  // eslint-disable-next-line @typescript-eslint/no-explicit-any
+  const json: any = res.headers.get('content-type')?.startsWith('application/json') && text ? JSON.parse(text) : undefined;
   return { status: res.status, json, text, headers: res.headers };
 }
 
