@@ -36,6 +36,7 @@ export type ErrorCode =
   | 'turn_expired'
   | 'turn_ended'
   | 'turn_required'
+  | 'retention_over_tenant_limit'
   | 'turn_token_invalid'
   | 'rollback_unavailable'
   | 'conversation_exists'

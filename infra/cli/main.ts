@@ -6,6 +6,7 @@ import type { Command } from './command.js';
 import { auditForks } from './commands/audit.js';
 import { conversationsDelete, conversationsList, conversationsShow } from './commands/conversations.js';
 import { dlqRedrive } from './commands/dlq.js';
+import { conversationsExport, tenantsSetRetention } from './commands/history.js';
 import { keysCreate, keysList, keysRevoke } from './commands/keys.js';
 import { leaseRelease, leaseShow } from './commands/lease.js';
 import { lineage, sessionsShow } from './commands/sessions.js';
@@ -16,6 +17,8 @@ export const COMMANDS: readonly Command[] = [
   conversationsList,
   conversationsShow,
   conversationsDelete,
+  conversationsExport,
+  tenantsSetRetention,
   sessionsShow,
   lineage,
   auditForks,

@@ -187,7 +187,21 @@ async function setPolicies(
   });
 }
 
-function withConversationErrors<T>(ctx: RouteContext, work: () => Promise<T>): Promise<T> {
+/** H3: the conversation's own retention (400 retention_over_tenant_limit above the tenant's); the record after. */
+async function setRetention(
+  ctx: RouteContext,
+  r: { archivedSeconds?: number | undefined; endedSessionSeconds?: number | undefined } | undefined,
+): Promise<ConversationRecord | undefined> {
+  if (r === undefined) return undefined;
+  const retention = {
+    ...(r.archivedSeconds !== undefined ? { archivedSeconds: r.archivedSeconds } : {}),
+    ...(r.endedSessionSeconds !== undefined ? { endedSessionSeconds: r.endedSessionSeconds } : {}),
+  };
+  if (Object.keys(retention).length === 0) return undefined;
+  return withConversationErrors(ctx, () => ctx.deps.store.setConversationRetention(ctx.tenantId, convIdOf(ctx), retention));
+}
+
+export function withConversationErrors<T>(ctx: RouteContext, work: () => Promise<T>): Promise<T> {
   return work().catch((err: unknown) => {
     if (err instanceof ConversationNotFoundError) {
       tipsOf(ctx.deps).forget(ctx.tenantId, convIdOf(ctx));
@@ -217,12 +231,13 @@ export const conversationRoutes: readonly Route[] = [
         );
         if (r.created) tipsOf(ctx.deps).set(ctx.tenantId, convIdOf(ctx), tipOf(r.conversation));
         await setPolicies(ctx, body);
+        const conversation = (await setRetention(ctx, body.retention)) ?? r.conversation;
         if (r.created) {
           const policies = { turns: body.turns ?? 'optional', compaction: body.compaction ?? 'service' } as const;
-          return { status: 201, body: { conversation: conversationView(r.conversation, 0, policies) } };
+          return { status: 201, body: { conversation: conversationView(conversation, 0, policies) } };
         }
         try {
-          return { status: 200, body: { conversation: await describe(ctx, r.conversation) } };
+          return { status: 200, body: { conversation: await describe(ctx, conversation) } };
         } catch (err) {
           // A DELETE took the conversation between our reads: a PUT never answers 404, it creates it again.
           if (!(err instanceof HttpError && err.status === 404) || round >= 3) throw err;
@@ -243,11 +258,12 @@ export const conversationRoutes: readonly Route[] = [
     path: '/conversations/{conversationId}',
     async handle(ctx) {
       const body = parseWith(patchConversationBody, ctx.body, 'body');
-      if (body.metadata === undefined && body.turns === undefined && body.compaction === undefined)
-        throw invalidField('body', 'give metadata, turns, compaction or several');
+      if (body.metadata === undefined && body.turns === undefined && body.compaction === undefined && body.retention === undefined)
+        throw invalidField('body', 'give metadata, turns, compaction, retention or several');
       if (body.metadata !== undefined) assertMetadata(body.metadata);
       const id = convIdOf(ctx);
       await setPolicies(ctx, body);
+      await setRetention(ctx, body.retention);
       if (body.metadata === undefined) {
         const { conv, live } = await readWithLive(ctx);
         return { status: 200, body: { conversation: await describe(ctx, conv, live) } };

@@ -61,6 +61,7 @@ const COMPRESS: readonly LimitKind[] = ['request', 'bytes', 'compress'];
 
 function respond(result: RouteResult, requestId: string): HttpResponse {
   const headers: Record<string, string> = { 'x-request-id': requestId, ...result.headers };
+  if (result.text !== undefined) return { statusCode: result.status, headers, body: result.text };
   if (result.body === undefined) return { statusCode: result.status, headers };
   return {
     statusCode: result.status,

@@ -27,13 +27,16 @@ export function parseJsonBody(req: RawRequest, maxBytes: number): unknown {
     if (req.declaredLength > 0) throw new HttpError(400, 'invalid_request', 'request body must be a JSON object');
     return undefined;
   }
-  assertJsonUtf8(req.contentType);
+  const ndjson = NDJSON.test(req.contentType ?? '');
+  if (!ndjson) assertJsonUtf8(req.contentType);
   let text: string;
   try {
     text = STRICT_UTF8.decode(req.body);
   } catch {
     throw new HttpError(400, 'invalid_json', 'request body is not valid UTF-8');
   }
+  // H5's import: JSON Lines, each line held to the same rules as a JSON body; the body is the lines' values.
+  if (ndjson) return text.split('\n').flatMap((line, i) => (line.trim() ? [parseLine(line, i + 1)] : []));
   let value: unknown;
   try {
     value = JSON.parse(text);
@@ -42,6 +45,20 @@ export function parseJsonBody(req: RawRequest, maxBytes: number): unknown {
   }
   assertDepth(value);
   assertExactNumbers(text, value);
+  return value;
+}
+
+const NDJSON = /^\s*application\/(x-)?ndjson\s*(;\s*charset\s*=\s*"?utf-?8"?\s*)?$/i;
+
+function parseLine(line: string, n: number): unknown {
+  let value: unknown;
+  try {
+    value = JSON.parse(line);
+  } catch (err) {
+    throw new HttpError(400, 'invalid_json', `line ${n} of the body is not valid JSON: ${(err as Error).message}`);
+  }
+  assertDepth(value);
+  assertExactNumbers(line, value);
   return value;
 }
 

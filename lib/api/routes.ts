@@ -13,6 +13,7 @@ import type { SessionRef } from '../session-ref.js';
 import { requestDigest } from '../items/canonical-json.js';
 import { compactionRoutes } from './compaction-routes.js';
 import { conversationRoutes } from './conversation-routes.js';
+import { historyRoutes } from './history-routes.js';
 import { turnRoutes, turnTokenOf } from './turn-routes.js';
 import { HttpError, invalidField, leaseUnavailable, notFound } from './errors.js';
 import type { LiveTips } from './live-tips.js';
@@ -64,6 +65,8 @@ export interface RouteResult {
   status: number;
   body?: unknown;
   headers?: Record<string, string>;
+  /** A body sent as it is (H5's NDJSON), its content-type in `headers`; `body` is then ignored. */
+  text?: string;
 }
 
 export type HttpMethod = 'GET' | 'PUT' | 'POST' | 'PATCH' | 'DELETE';
@@ -164,6 +167,7 @@ export const routes: readonly Route[] = [
     },
   },
   ...conversationRoutes,
+  ...historyRoutes,
   ...compactionRoutes,
   ...transactionRoutes,
   ...turnRoutes,

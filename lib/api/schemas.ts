@@ -44,6 +44,10 @@ const metadataField = z.custom<Record<string, unknown>>(
 /** E6: whose engine compacts the conversation. */
 const compactionPolicyField = z.enum(['service', 'agent']);
 
+/** H3: each at least 60 s (MIN_RETENTION_SECONDS); bounded by the tenant's (checked by the store). */
+const retentionSeconds = z.number().check(z.int(), z.minimum(60), z.maximum(100 * 365 * 24 * 3600));
+const retentionField = z.strictObject({ archivedSeconds: z.optional(retentionSeconds), endedSessionSeconds: z.optional(retentionSeconds) });
+
 /** PUT /conversations/{id}: everything optional; `format` given explicitly must match an existing conversation's. */
 export const putConversationBody = z.strictObject({
   format: z.optional(z.enum(ITEM_FORMATS as ['chat', 'responses'])),
@@ -51,12 +55,14 @@ export const putConversationBody = z.strictObject({
   metadata: z.optional(metadataField),
   turns: z.optional(z.enum(['optional', 'required'])),
   compaction: z.optional(compactionPolicyField),
+  retention: z.optional(retentionField),
 });
 
 export const patchConversationBody = z.strictObject({
   metadata: z.optional(metadataField),
   turns: z.optional(z.enum(['optional', 'required'])),
   compaction: z.optional(compactionPolicyField),
+  retention: z.optional(retentionField),
 });
 
 export const appendBody = z.strictObject({
@@ -100,6 +106,12 @@ export const listMessagesQuery = z.strictObject({
 });
 
 export const DEFAULT_LIMIT = DEFAULT_PAGE_ITEMS;
+
+/** H1/H5: GET .../history and .../export (same limits as messages). */
+export const historyQuery = z.strictObject({
+  limit: z.optional(count(MAX_PAGE_ITEMS)),
+  cursor: z.optional(z.string().check(z.minLength(1), z.maxLength(400))),
+});
 
 export const MAX_CONVERSATIONS_PAGE = 100;
 

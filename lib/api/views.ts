@@ -78,6 +78,8 @@ export interface ConversationView {
   compaction?: CompactionPolicy;
   /** H2: only on a branch: the conversation, session and item it was branched from. */
   branchedFrom?: BranchedFrom;
+  /** H3: the conversation's own retention, when set. */
+  retention?: { archivedSeconds?: number; endedSessionSeconds?: number };
 }
 
 /** The policies a conversation's live session keeps (T5, E6), as its view shows them. */
@@ -105,6 +107,7 @@ export function conversationView(c: ConversationRecord, messageCount: number, po
     metadata: c.metadata ?? {},
   };
   if (c.branchedFrom !== undefined) view.branchedFrom = { ...c.branchedFrom };
+  if (c.retention !== undefined) view.retention = c.retention;
   if (policies !== undefined) {
     view.turns = policies.turns;
     view.compaction = policies.compaction;

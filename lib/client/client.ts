@@ -19,6 +19,7 @@ import type {
   Item,
   Conversation,
   ConversationsPage,
+  HistoryPage,
   Lineage,
   MessagesPage,
   PutConversationRequest,
@@ -257,6 +258,11 @@ export class LineageClient {
   /** GET /conversations: most recently active first; pass nextCursor to go on. */
   listConversations(query: { limit?: number; cursor?: string } = {}, opts: CallOptions = {}): Promise<ConversationsPage> {
     return this.#call('GET', '/conversations', { ...opts, query });
+  }
+
+  /** GET /conversations/{id}/history (H1): every item it held, in order; a page may be short, follow nextCursor until null. */
+  history(id: string, query: { limit?: number; cursor?: string } = {}, opts: CallOptions = {}): Promise<HistoryPage> {
+    return this.#call('GET', `${conversationPath(id)}/history`, { ...opts, query });
   }
 
   /** PATCH /conversations/{id}: replaces its metadata. */

@@ -571,6 +571,85 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/conversations/{conversationId}/import": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The conversation's id, chosen by the client (or a root session's id for a chain made with POST /sessions); scoped to the tenant */
+                conversationId: components["parameters"]["ConversationId"];
+            };
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Restores an export (SPEC H5) into this new conversation id: its export then deep-equals the original but for the ids */
+        post: operations["importConversation"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/conversations/{conversationId}/export": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The conversation's id, chosen by the client (or a root session's id for a chain made with POST /sessions); scoped to the tenant */
+                conversationId: components["parameters"]["ConversationId"];
+            };
+            cookie?: never;
+        };
+        /** The conversation as JSON Lines (SPEC H5): the first page starts with {type: conversation, conversation, lineage}, then one {type: item, ...HistoryEntry} line per history entry; the next page's cursor is in the x-next-cursor header (absent on the last page) */
+        get: operations["exportConversation"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/sessions/{id}/history": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: components["parameters"]["SessionId"];
+            };
+            cookie?: never;
+        };
+        /** The history of the session's conversation up to and including this session (SPEC H1) */
+        get: operations["getSessionHistory"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/conversations/{conversationId}/history": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The conversation's id, chosen by the client (or a root session's id for a chain made with POST /sessions); scoped to the tenant */
+                conversationId: components["parameters"]["ConversationId"];
+            };
+            cookie?: never;
+        };
+        /** Every item the conversation ever held, in order: rotated parents' items, generations replaced in place (while retained, SPEC H3), then the live items; summaries flagged (SPEC H1) */
+        get: operations["getConversationHistory"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
 }
 export type webhooks = Record<string, never>;
 export interface components {
@@ -802,6 +881,8 @@ export interface components {
             turns?: components["schemas"]["TurnPolicy"];
             compaction?: components["schemas"]["CompactionPolicy"];
             branchedFrom?: components["schemas"]["BranchedFrom"];
+            /** @description Shown when the conversation has its own setting */
+            retention?: components["schemas"]["Retention"];
         };
         ConversationResponse: {
             conversation: components["schemas"]["Conversation"];
@@ -819,6 +900,7 @@ export interface components {
             };
             turns?: components["schemas"]["TurnPolicy"];
             compaction?: components["schemas"]["CompactionPolicy"];
+            retention?: components["schemas"]["Retention"];
         };
         PatchConversationRequest: {
             /** @description Replaces the conversation's metadata */
@@ -827,6 +909,7 @@ export interface components {
             };
             turns?: components["schemas"]["TurnPolicy"];
             compaction?: components["schemas"]["CompactionPolicy"];
+            retention?: components["schemas"]["Retention"];
         };
         BeginCompactionRequest: {
             /**
@@ -1038,6 +1121,49 @@ export interface components {
             field: "fromSeq";
             /** @description Items the live session holds */
             messageCount: number;
+        };
+        HistoryPage: {
+            entries: components["schemas"]["HistoryEntry"][];
+            /** @description Null at the end. A page reads one session, so it may hold fewer than limit entries (even none): follow nextCursor until null */
+            nextCursor: string | null;
+        };
+        /** @description SPEC H3: how long replaced items stay readable in history, each at least 60 s and at most the tenant's setting (400 retention_over_tenant_limit above it). Reads apply it at once; DynamoDB's TTL deletes later (docs/history.md). */
+        Retention: {
+            /** @description Generations replaced in place, from their replacement (default: the tenant's, else ARCHIVE_RETENTION_SECONDS, 7 days) */
+            archivedSeconds?: number;
+            /** @description Rotated parents' items, from the rotation (default: the tenant's, else as long as the conversation) */
+            endedSessionSeconds?: number;
+        };
+        ImportResponse: {
+            conversationId: string;
+            rootSessionId: string;
+            liveSessionId: string;
+            sessions: number;
+            /** @description History entries restored */
+            items: number;
+            /** @description Each exported session id and the new session that holds its items */
+            sessionIds: {
+                [key: string]: string;
+            };
+        };
+        HistoryEntry: {
+            /** @description The session of the chain that held the item */
+            sessionId: string;
+            /** @description The session's generation that held it (in-place compactions start a new one) */
+            generation: number;
+            /** @description Its position in that generation */
+            seq: number;
+            /**
+             * Format: date-time
+             * @description When the item was replaced: the in-place compaction of its generation, or its session's rotation; absent on live items
+             */
+            compactedAt?: string;
+            /**
+             * @description A compaction wrote this item (its summary, and what the engine kept or restored with it)
+             * @constant
+             */
+            summary?: true;
+            item: components["schemas"]["Item"];
         };
     };
     responses: {
@@ -2814,6 +2940,181 @@ export interface operations {
             413: components["responses"]["TooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
             422: components["responses"]["IdempotencyKeyReused"];
+            500: components["responses"]["Internal"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    importConversation: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Applies the request at most once (24 h); a retry with the same key and body gets the first response */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+            };
+            path: {
+                /** @description The conversation's id, chosen by the client (or a root session's id for a chain made with POST /sessions); scoped to the tenant */
+                conversationId: components["parameters"]["ConversationId"];
+            };
+            cookie?: never;
+        };
+        /** @description The export's lines (GET .../export, every page concatenated), at most 5 MB */
+        requestBody: {
+            content: {
+                "application/x-ndjson": string;
+            };
+        };
+        responses: {
+            /** @description Imported (or, with the same Idempotency-Key and body, the first import's answer, Idempotent-Replayed: true) */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ImportResponse"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            /** @description conflict: the conversation id exists (an import makes a new conversation) */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description payload_too_large: a body over 5 MB, or a chain too long for one transaction */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description unsupported_media_type */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description idempotency_key_reused: the key was used with another body */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["Internal"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    exportConversation: {
+        parameters: {
+            query?: {
+                /** @description Entries per page (at most; a page never crosses a session) */
+                limit?: number;
+                /** @description The nextCursor of the previous page (opaque) */
+                cursor?: string;
+            };
+            header?: never;
+            path: {
+                /** @description The conversation's id, chosen by the client (or a root session's id for a chain made with POST /sessions); scoped to the tenant */
+                conversationId: components["parameters"]["ConversationId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description NDJSON lines */
+            200: {
+                headers: {
+                    /** @description The cursor of the next page; absent on the last */
+                    "x-next-cursor"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/x-ndjson": string;
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            404: components["responses"]["NotFound"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["Internal"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    getSessionHistory: {
+        parameters: {
+            query?: {
+                /** @description Entries per page (at most; a page never crosses a session) */
+                limit?: number;
+                /** @description The nextCursor of the previous page (opaque) */
+                cursor?: string;
+            };
+            header?: never;
+            path: {
+                id: components["parameters"]["SessionId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description A page; nextCursor is null at the end */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["HistoryPage"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            404: components["responses"]["NotFound"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["Internal"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    getConversationHistory: {
+        parameters: {
+            query?: {
+                /** @description Entries per page (at most; a page never crosses a session) */
+                limit?: number;
+                /** @description The nextCursor of the previous page (opaque) */
+                cursor?: string;
+            };
+            header?: never;
+            path: {
+                /** @description The conversation's id, chosen by the client (or a root session's id for a chain made with POST /sessions); scoped to the tenant */
+                conversationId: components["parameters"]["ConversationId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description A page; nextCursor is null at the end */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["HistoryPage"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            404: components["responses"]["NotFound"];
+            429: components["responses"]["RateLimited"];
             500: components["responses"]["Internal"];
             503: components["responses"]["Unavailable"];
         };

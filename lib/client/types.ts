@@ -34,6 +34,10 @@ export type BeginTurnRequest = Schemas['BeginTurnRequest'];
 /** K1: one stable id for a whole chain; its routes act on the live session. */
 export type Conversation = Schemas['Conversation'];
 export type ConversationsPage = Schemas['ConversationsPage'];
+/** H1: a page of GET .../history. */
+export type HistoryPage = Schemas['HistoryPage'];
+export type HistoryEntry = Schemas['HistoryEntry'];
+export type Retention = Schemas['Retention'];
 export type PutConversationRequest = Schemas['PutConversationRequest'];
 export type ErrorCode = ErrorBody['code'];
 export type ListMessagesQuery = NonNullable<operations['listMessages']['parameters']['query']>;

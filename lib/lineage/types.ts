@@ -3,6 +3,7 @@
 import type { Item, ItemFormat } from '../items/types.js';
 import type { SessionRef } from '../session-ref.js';
 import type { BranchedFrom, BranchInput, BranchResult } from './branches.js';
+import type { HistoryPage, HistoryRequest, ImportInput, ImportResult, Retention } from './history.js';
 
 export type EndReason = 'compression';
 
@@ -375,6 +376,8 @@ export interface ConversationRecord {
   updatedAt: string;
   /** Last activity (also appends, coarsely): what GET /conversations orders by, newest first. */
   activeAt: string;
+  /** H3: the conversation's own retention, when set. */
+  retention?: Retention;
   /** Items in the live session, where the store read it along (the listing). */
   messageCount?: number;
   /** H2: the conversation this one was branched from (absent: not a branch). */
@@ -436,6 +439,17 @@ export interface LineageStore {
   deleteSession(ref: SessionRef): Promise<void>;
   /** Root to live tip. */
   lineage(ref: SessionRef): Promise<SessionRecord[]>;
+  /** H1: one page of everything the conversation held (ConversationNotFoundError). */
+  readHistory(tenantId: string, conversationId: string, req: HistoryRequest): Promise<HistoryPage & { rootSessionId: string }>;
+  /** H1: the same for the conversation of `ref`, up to and including that session. */
+  readSessionHistory(ref: SessionRef, req: HistoryRequest): Promise<HistoryPage>;
+  /** H3: the tenant's retention setting (operators set it; absent fields: the defaults). */
+  tenantRetention(tenantId: string): Promise<Retention>;
+  setTenantRetention(tenantId: string, r: { [K in keyof Retention]?: number | null }): Promise<Retention>;
+  /** H5: restores an export into the new conversation `input.conversationId` (ImportTargetExistsError when it exists). */
+  importConversation(input: ImportInput): Promise<ImportResult>;
+  /** H3: the conversation's own retention (the caller checked it against the tenant's). */
+  setConversationRetention(tenantId: string, conversationId: string, r: Retention): Promise<ConversationRecord>;
   /** The live session of the chain `ref` belongs to (C4, F1), in a bounded number of reads. */
   liveTip(ref: SessionRef): Promise<string | null>;
   children(ref: SessionRef): Promise<SessionRecord[]>;

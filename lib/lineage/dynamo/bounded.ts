@@ -107,7 +107,7 @@ export async function commitPartial(
   const firstSeq = part[0]?.seq ?? 1;
   if (k === 0 || input.through - firstSeq + 1 < k) throw new ReplacementTooLongError(ref.sessionId, k, input.through - firstSeq + 1);
   const encoded = encodeItems(input.compacted, input.tokenEstimates);
-  const rows = rowItems(pk, session.generation, input.through - k + 1, packRows(encoded));
+  const rows = rowItems(pk, session.generation, input.through - k + 1, packRows(encoded), undefined, k);
   // Every row of the part goes; a summary row under the same key replaces it (one entry per key).
   const byKey = new Map<string, TransactItem>();
   const seen = new Set<string>();

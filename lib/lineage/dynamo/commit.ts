@@ -33,7 +33,7 @@ import { encodeItems, packRows, rowItems, type StoredItem } from './rows.js';
 import type { AttemptRecord, BegunAttempt, CommitInput, InPlaceCommitted, RotationCommitted } from '../types.js';
 import { ATTEMPT_ATTRS, type Attempts } from './attempts.js';
 import { tipMoveEntry } from './conversation-row.js';
-import { metaKey, rotationShardOf, sessionPk } from './keys.js';
+import { metaKey, replacedMarkerSk, rotationShardOf, sessionPk } from './keys.js';
 import { liveTipOf } from './links.js';
 import { PARTS_GRACE_MS, partsTask, partsTaskCheck, runPartsTask } from './parts.js';
 import { isConditionFailure, rounds } from './retry.js';
@@ -211,6 +211,8 @@ export class Commits {
         ),
         // P3: the replaced generation is archived later, by us in the background or by the sweep.
         this.table.put(archive.item),
+        // H1: history reads the replaced generation (while retained, H3) by this marker.
+        this.table.put({ pk, sk: replacedMarkerSk(replaced), generation: replaced, replacedBy: generation, compactedAt: at }),
       ],
       isOurs: (meta) => meta.generation === generation && meta.attempt?.attemptId !== attempt.attemptId && !meta.endedAt,
       rotated: (id, live) => new SessionEndedError(id, live),
@@ -272,7 +274,7 @@ export class Commits {
       for (const round of rounds({ max: MAX_COMMIT_ROUNDS })) {
         const at = this.table.isoNow();
         const encoded = [...head, ...tail.map((t) => ({ body: t.body, bytes: Buffer.byteLength(t.body, 'utf8'), tokens: t.tokens }))];
-        const rows = rowItems(s.targetPk, s.targetGeneration, 1, packRows(encoded));
+        const rows = rowItems(s.targetPk, s.targetGeneration, 1, packRows(encoded), undefined, head.length);
         const stored = [...rows.heads, ...rows.parts];
         const tokens = encoded.reduce((sum, m) => sum + m.tokens, 0);
         const fixed = s.entries(meta, encoded.length, tokens, at, stored.length);

@@ -38,6 +38,9 @@ export interface ConversationItem {
   activeAt: string;
   /** H2: a branch's edge, as on its root session's record. */
   branchedFrom?: BranchedFrom;
+  /** H3: this conversation's retention (retention.ts), bounded by the tenant's. */
+  archivedSeconds?: number;
+  endedSessionSeconds?: number;
 }
 
 /** The conversation id a create asked for is taken (the caller decides what that means). */
@@ -103,6 +106,12 @@ export function toConversationRecord(item: ConversationItem): ConversationRecord
   if (metadata !== undefined) r.metadata = metadata;
   if (item.source !== undefined) r.source = item.source;
   if (item.branchedFrom !== undefined) r.branchedFrom = item.branchedFrom;
+  if (item.archivedSeconds !== undefined || item.endedSessionSeconds !== undefined) {
+    r.retention = {
+      ...(item.archivedSeconds !== undefined ? { archivedSeconds: item.archivedSeconds } : {}),
+      ...(item.endedSessionSeconds !== undefined ? { endedSessionSeconds: item.endedSessionSeconds } : {}),
+    };
+  }
   return r;
 }
 

@@ -3,6 +3,8 @@
 //   META                      the session record
 //   MSG#<generation>#<lastSeq>  a row of items ending at lastSeq, and its parts (rows.ts; zero-padded:
 //                             sort order is (generation, seq) order)
+//   MSG#<generation>#!        H1: the generation was replaced in place (`compactedAt`), written by
+//                             that commit; it sorts before the generation's rows, outside every item range
 //   IDEM#<sha256(key)>        an append's Idempotency-Key record (A3)
 //   TASK#<kind>#<generation>  deferred storage work (archive, purge) the sweep finds in attemptsByExpiry
 //   TASK#parts#<write id>     chunks an append wrote ahead of its commit, removed unless the commit lands
@@ -54,6 +56,15 @@ export function messageSk(generation: number, seq: number): string {
 
 export function generationPrefix(generation: number): string {
   return `${MSG_PREFIX}${pad(generation)}#`;
+}
+
+/** H1: the marker an in-place commit writes for the generation it replaced (history reads it). */
+export function replacedMarkerSk(generation: number): string {
+  return `${generationPrefix(generation)}!`;
+}
+
+export function isReplacedMarkerSk(sk: string): boolean {
+  return /^MSG#\d{10}#!$/.test(sk);
 }
 
 function digest(text: string): string {

@@ -8,6 +8,8 @@
 //   parts  number of further chunks: inline at `MSG#<g>#<lastSeq>#<k>` (written in the same
 //          transaction), or, with `w`, at `PART#<w>#<h>#<k>` (written before the commit that made
 //          the head visible: an append larger than one transaction)
+//   cmp    H1: how many of the row's first items a compaction commit wrote (its summary/replacement);
+//          absent: none (rows written before the flag existed are simply not flagged)
 // Rows written before packing (`body`, `seq`, `tokens`: one item each) read as rows of one item.
 import { ItemTooLargeError } from '../errors.js';
 import { MAX_ITEM_BYTES } from '../limits.js';
@@ -30,6 +32,8 @@ export interface StoredItem {
   body: string;
   tokens: number;
   row: RowRef;
+  /** H1: written by a compaction commit (the row's `cmp`). */
+  summary?: true;
 }
 
 /** Where an item's row lives: enough to shrink or delete it. */
@@ -60,6 +64,8 @@ export interface RawRow {
   body?: string;
   tokens?: number;
   expiresAt?: number;
+  /** H1: the row's first `cmp` items are a compaction's output. */
+  cmp?: number;
 }
 
 /** JSON of each item, measured once; an item over MAX_ITEM_BYTES refuses the whole append (nothing written). */
@@ -95,13 +101,17 @@ function indexEntry(it: Pick<Encoded, 'body' | 'tokens'>): string {
   return `${it.body.length}.${it.tokens}`;
 }
 
-/** The stored rows of `groups` from `firstSeq` on; `remote` (a write id) puts every chunk in PART rows. */
+/**
+ * The stored rows of `groups` from `firstSeq` on; `remote` (a write id) puts every chunk in PART rows.
+ * `summaries`: the first that many items are a compaction's output (H1: each row's `cmp`).
+ */
 export function rowItems(
   pk: string,
   generation: number,
   firstSeq: number,
   groups: readonly Encoded[][],
   remote?: string,
+  summaries = 0,
 ): { heads: RawRow[]; parts: RawRow[]; bytes: number } {
   const heads: RawRow[] = [];
   const parts: RawRow[] = [];
@@ -114,6 +124,8 @@ export function rowItems(
     const sk = messageSk(generation, last);
     const chunks = chunk(group.map((it) => it.body).join(''));
     const head: RawRow = { pk, sk, seq: last, first, idx: group.map(indexEntry).join(',') };
+    const flagged = Math.min(group.length, summaries - (first - firstSeq));
+    if (flagged > 0) head.cmp = flagged;
     if (remote) {
       head.w = remote;
       head.h = h;
@@ -204,7 +216,9 @@ export function itemsOfRow(head: RawRow, partData: readonly string[]): StoredIte
   entries.forEach((e, i) => {
     const [len, tok] = e.split('.');
     const n = Number(len);
-    items.push({ seq: (head.first ?? 0) + i, body: payload.slice(at, at + n), tokens: Number(tok ?? 0), row });
+    const item: StoredItem = { seq: (head.first ?? 0) + i, body: payload.slice(at, at + n), tokens: Number(tok ?? 0), row };
+    if (i < (head.cmp ?? 0)) item.summary = true;
+    items.push(item);
     at += n;
   });
   return items;

@@ -65,6 +65,11 @@ import { Sessions } from './sessions.js';
 import { Turns } from './turns.js';
 import { readAll, readPage, readTail } from './reads.js';
 import { Table, type TableOptions } from './table.js';
+import { History } from './history.js';
+import { RetentionSettings } from './retention.js';
+import type { HistoryPage, HistoryRequest, ImportInput, ImportResult, Retention } from '../history.js';
+import { importConversation } from './import.js';
+import { DEFAULT_IDEMPOTENCY_TTL_SECONDS } from '../limits.js';
 import { Transactions } from './transactions.js';
 
 export interface DynamoLineageStoreOptions extends TableOptions {
@@ -88,6 +93,9 @@ export class DynamoLineageStore implements LineageStore {
   private readonly turns: Turns;
   private readonly branches: Branches;
   private readonly retention: number;
+  private readonly history: History;
+  private readonly idempotencyTtl: number;
+  private readonly retentionSettings: RetentionSettings;
 
   constructor(opts: DynamoLineageStoreOptions) {
     this.table = new Table(opts);
@@ -101,6 +109,28 @@ export class DynamoLineageStore implements LineageStore {
     this.turns = new Turns(this.table);
     this.branches = new Branches(this.table, opts.idempotencyTtlSeconds);
     this.retention = opts.archiveRetentionSeconds ?? DEFAULT_ARCHIVE_RETENTION_S;
+    this.history = new History(this.table, this.retention);
+    this.idempotencyTtl = opts.idempotencyTtlSeconds ?? DEFAULT_IDEMPOTENCY_TTL_SECONDS;
+    this.retentionSettings = new RetentionSettings(this.table, this.retention);
+  }
+
+  readHistory(tenantId: string, conversationId: string, req: HistoryRequest): Promise<HistoryPage & { rootSessionId: string }> {
+    return this.history.ofConversation(tenantId, conversationId, req);
+  }
+  readSessionHistory(ref: SessionRef, req: HistoryRequest): Promise<HistoryPage> {
+    return this.history.ofSession(ref.tenantId, ref.sessionId, req);
+  }
+  importConversation(input: ImportInput): Promise<ImportResult> {
+    return importConversation(this.table, input, this.idempotencyTtl);
+  }
+  tenantRetention(tenantId: string): Promise<Retention> {
+    return this.retentionSettings.tenant(tenantId);
+  }
+  setTenantRetention(tenantId: string, r: { [K in keyof Retention]?: number | null }): Promise<Retention> {
+    return this.retentionSettings.setTenant(tenantId, r);
+  }
+  setConversationRetention(tenantId: string, conversationId: string, r: Retention): Promise<ConversationRecord> {
+    return this.retentionSettings.setConversation(tenantId, conversationId, r);
   }
 
   createSession(input: CreateSessionInput): Promise<CreateResult> {
@@ -257,8 +287,12 @@ export class DynamoLineageStore implements LineageStore {
   extendAttempt(ref: SessionRef, attempt: AttemptRecord, leaseExpiresAt: number): Promise<boolean> {
     return this.attempts.extend(ref, attempt, leaseExpiresAt);
   }
-  runTask(task: StoreTask): Promise<number> {
-    return this.attempts.runTask(task, this.retention);
+  async runTask(task: StoreTask): Promise<number> {
+    // H3: an archive lives as long as its conversation's retention says (DynamoDB's TTL deletes it after).
+    if (task.kind !== 'archive') return this.attempts.runTask(task, this.retention);
+    const meta = await this.table.getMeta(task.ref);
+    const { archivedSeconds } = await this.retentionSettings.effective(task.ref.tenantId, meta?.conversationId);
+    return this.attempts.runTask(task, archivedSeconds);
   }
 
   /** Operators (`lease show`): the sessions holding a held attempt, of one tenant or all. */

@@ -116,6 +116,15 @@ class AsyncLineageClient:
     async def conversation_lineage(self, conversation_id: str) -> JSON:
         return await asyncio.to_thread(self.sync.conversation_lineage, conversation_id)
 
+    async def history(self, conversation_id: str, *, limit: int | None = None, cursor: str | None = None) -> JSON:
+        return await asyncio.to_thread(self.sync.history, conversation_id, limit=limit, cursor=cursor)
+
+    async def session_history(self, session_id: str, *, limit: int | None = None, cursor: str | None = None) -> JSON:
+        return await asyncio.to_thread(self.sync.session_history, session_id, limit=limit, cursor=cursor)
+
+    async def read_history(self, conversation_id: str, *, page_size: int | None = None) -> list[JSON]:
+        return await asyncio.to_thread(self.sync.read_history, conversation_id, page_size=page_size)
+
     async def apply_transaction(self, conversation_id: str, operation_id: str, transaction: JSON) -> JSON:
         return await asyncio.to_thread(self.sync.apply_transaction, conversation_id, operation_id, transaction)
 

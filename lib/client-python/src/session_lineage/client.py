@@ -211,9 +211,11 @@ class LineageClient:
         metadata: JSON | None = None,
         compaction: Literal["service", "agent"] | None = None,
         turns: Literal["optional", "required"] | None = None,
+        retention: JSON | None = None,
     ) -> tuple[JSON, bool]:
-        """PUT /conversations/{id}: ``(conversation, created)``. Safe to repeat."""
-        body = _present(format=format, source=source, metadata=metadata, compaction=compaction, turns=turns)
+        """PUT /conversations/{id}: ``(conversation, created)``. Safe to repeat. ``retention``:
+        ``{"archivedSeconds": n, "endedSessionSeconds": n}`` (SPEC H3, each >= 60, bounded by the tenant's)."""
+        body = _present(format=format, source=source, metadata=metadata, compaction=compaction, turns=turns, retention=retention)
         r = self._call("PUT", f"/conversations/{_q(conversation_id)}", "repeatable", body=body)
         return _obj(r.body["conversation"]), r.status == 201
 
@@ -231,9 +233,11 @@ class LineageClient:
         metadata: JSON | None = None,
         compaction: Literal["service", "agent"] | None = None,
         turns: Literal["optional", "required"] | None = None,
+        retention: JSON | None = None,
     ) -> JSON:
-        """PATCH /conversations/{id}: replaces its metadata; sets its compaction policy or its turn policy (SPEC T5)."""
-        body = _present(metadata=metadata, compaction=compaction, turns=turns)
+        """PATCH /conversations/{id}: replaces its metadata; sets its compaction policy, its turn policy (SPEC T5) or its
+        retention (SPEC H3)."""
+        body = _present(metadata=metadata, compaction=compaction, turns=turns, retention=retention)
         return _obj(self._call("PATCH", f"/conversations/{_q(conversation_id)}", "repeatable", body=body).body["conversation"])
 
     def delete_conversation(self, conversation_id: str) -> None:
@@ -269,6 +273,29 @@ class LineageClient:
 
     def conversation_lineage(self, conversation_id: str) -> JSON:
         return _obj(self._call("GET", f"/conversations/{_q(conversation_id)}/lineage", "repeatable").body)
+
+    def history(self, conversation_id: str, *, limit: int | None = None, cursor: str | None = None) -> JSON:
+        """GET /conversations/{id}/history (SPEC H1): ``{entries, nextCursor}``, every item the conversation held, in
+        order; each entry ``{sessionId, generation, seq, compactedAt?, summary?, item}``. A page may be short (it
+        never crosses a session): follow ``nextCursor`` until it is None, or use :meth:`read_history`."""
+        q: dict[str, str | int | None] = {"limit": limit, "cursor": cursor}
+        return _obj(self._call("GET", f"/conversations/{_q(conversation_id)}/history", "repeatable", query=q).body)
+
+    def session_history(self, session_id: str, *, limit: int | None = None, cursor: str | None = None) -> JSON:
+        """GET /sessions/{id}/history: the history of the session's conversation up to and including that session."""
+        q: dict[str, str | int | None] = {"limit": limit, "cursor": cursor}
+        return _obj(self._call("GET", f"/sessions/{_q(session_id)}/history", "repeatable", query=q).body)
+
+    def read_history(self, conversation_id: str, *, page_size: int | None = None) -> list[JSON]:
+        """Every history entry of the conversation, paged to the end."""
+        entries: list[JSON] = []
+        cursor: str | None = None
+        while True:
+            page = self.history(conversation_id, limit=page_size, cursor=cursor)
+            entries.extend(_obj(e) for e in page["entries"])
+            cursor = page["nextCursor"]
+            if cursor is None:
+                return entries
 
     def apply_transaction(self, conversation_id: str, operation_id: str, transaction: JSON, *, turn_token: str | None = None) -> JSON:
         """POST /conversations/{id}/transactions (SPEC X1): the Agents SDK's history transaction, atomic and
