@@ -2,7 +2,9 @@
 // ownership receipts (@openai/agents-core 0.20 OpenAIResponsesCompactionOwnershipAwareSession),
 // over real HTTP (serverless-offline, DynamoDB Local, Redis).
 //
-// The port: "replaces the full legacy session prefix and remains idempotent" from
+// The ports: "replaces the full legacy session prefix and remains idempotent", "uses a session
+// compaction replacement capability without clearing identity" and "does not reappend an accepted
+// compaction replacement on retry" from
 // openai/openai-agents-js packages/agents-core/test/runner/sessionPersistence.test.ts at commit
 // 6d0c61a5f62a5ed8142996a25b33446c810f84b3 (the newest there is 0.17.1: the repository holds no
 // 0.20 tests, so the memorySession replaceHistoryWithCompaction tests the issue names do not
@@ -23,6 +25,7 @@ import {
   isSessionHistoryTransactionAwareSession,
   MemorySession,
   RunCompactionItem,
+  RunMessageOutputItem,
   RunContext,
   RunResult,
   RunState,
@@ -144,6 +147,114 @@ describe.each(makers)('X2: sessionPersistence legacy compaction reconciliation, 
     await saveToSession(session, [], new RunResult(state as never), { runCompaction: false });
     expect(await session.read()).toEqual([compaction, call]);
     expect(internal._pendingLegacyCompactionSessionItems).toBeUndefined();
+  });
+});
+
+/**
+ * Upstream's sessions for these two tests subclass MemorySession to count calls or to throw after
+ * an accepted replacement; the ports subclass LineageSession the same way (the control keeps
+ * upstream's MemorySession subclass).
+ */
+function lineageCounting(id: string) {
+  return new (class extends LineageSession {
+    clearCount = 0;
+    replacementCount = 0;
+    throwAfterReplacement = false;
+    override async replaceHistoryWithCompaction(items: AgentInputItem[]): Promise<void> {
+      this.replacementCount += 1;
+      await super.replaceHistoryWithCompaction(items);
+      if (this.throwAfterReplacement) throw new Error('write outcome unknown');
+    }
+    override async clearSession(): Promise<void> {
+      this.clearCount += 1;
+      await super.clearSession();
+    }
+  })({ client: other, sessionId: id });
+}
+
+function compactionState(compaction: AgentInputItem, retained: AgentInputItem) {
+  const state = new RunState(new RunContext(), 'input', TEST_AGENT, 1);
+  (state as unknown as Record<string, unknown>)._generatedItems = [
+    new RunCompactionItem(compaction as never, TEST_AGENT),
+    new RunMessageOutputItem(retained as never, TEST_AGENT),
+  ];
+  return state;
+}
+
+describe('X2: sessionPersistence compaction replacement, ported', () => {
+  test('X2: uses a session compaction replacement capability without clearing identity (LineageSession: applied in place)', async () => {
+    const previousItem = message('previous history');
+    const compaction = compactionItem('cmp_identity_preserving_session');
+    const retainedItem = message('retained history');
+    const { id } = await seeded([previousItem]);
+    const session = lineageCounting(id);
+    await saveToSession(session, [], new RunResult(compactionState(compaction, retainedItem) as never), { runCompaction: false });
+    expect(session.replacementCount).toBe(1);
+    expect(session.clearCount).toBe(0);
+    // Upstream's stub only records the replacement; ours applies it, keeping the id.
+    expect(await session.getItems()).toEqual([compaction, retainedItem]);
+    expect(await session.getSessionId()).toBe(id);
+  });
+
+  test('X2: uses a session compaction replacement capability without clearing identity (MemorySession control)', async () => {
+    const previousItem = message('previous history');
+    const compaction = compactionItem('cmp_identity_preserving_session');
+    const retainedItem = message('retained history');
+    class IdentityPreservingSession extends MemorySession {
+      clearCount = 0;
+      replacementItems: AgentInputItem[] | undefined;
+      replaceHistoryWithCompaction(items: AgentInputItem[]): Promise<void> {
+        this.replacementItems = structuredClone(items);
+        return Promise.resolve();
+      }
+      override async clearSession(): Promise<void> {
+        this.clearCount += 1;
+        await super.clearSession();
+      }
+    }
+    const session = new IdentityPreservingSession();
+    (session as unknown as { items: AgentInputItem[] }).items = [previousItem];
+    await saveToSession(session, [], new RunResult(compactionState(compaction, retainedItem) as never), { runCompaction: false });
+    expect(session.replacementItems).toEqual([compaction, retainedItem]);
+    expect(session.clearCount).toBe(0);
+    expect(await session.getItems()).toEqual([previousItem]);
+  });
+
+  test('X2: does not reappend an accepted compaction replacement on retry (LineageSession)', async () => {
+    const compaction = compactionItem('cmp_accepted_then_throw');
+    const retainedItem = message('retained history');
+    const { id } = await seeded([message('old history')]);
+    const session = lineageCounting(id);
+    session.throwAfterReplacement = true;
+    const state = compactionState(compaction, retainedItem);
+    const result = new RunResult(state as never);
+    await expect(saveToSession(session, [], result, { runCompaction: false })).rejects.toThrow('write outcome unknown');
+    await expect(saveToSession(session, [], result, { runCompaction: false })).resolves.toBeUndefined();
+    expect(session.replacementCount).toBe(1);
+    expect((await session.getItems()).filter((item) => item.type === 'compaction')).toEqual([compaction]);
+    expect((state as unknown as Record<string, unknown>)._currentTurnPersistedItemCount).toBe(2);
+  });
+
+  test('X2: does not reappend an accepted compaction replacement on retry (MemorySession control)', async () => {
+    const compaction = compactionItem('cmp_accepted_then_throw');
+    const retainedItem = message('retained history');
+    class AcceptedThenThrowSession extends MemorySession {
+      replacementCount = 0;
+      async replaceHistoryWithCompaction(items: AgentInputItem[]): Promise<void> {
+        this.replacementCount += 1;
+        (this as unknown as { items: AgentInputItem[] }).items.push(...structuredClone(items));
+        return Promise.reject(new Error('write outcome unknown'));
+      }
+    }
+    const session = new AcceptedThenThrowSession();
+    (session as unknown as { items: AgentInputItem[] }).items = [message('old history')];
+    const state = compactionState(compaction, retainedItem);
+    const result = new RunResult(state as never);
+    await expect(saveToSession(session, [], result, { runCompaction: false })).rejects.toThrow('write outcome unknown');
+    await expect(saveToSession(session, [], result, { runCompaction: false })).resolves.toBeUndefined();
+    expect(session.replacementCount).toBe(1);
+    expect((await session.getItems()).filter((item) => item.type === 'compaction')).toEqual([compaction]);
+    expect((state as unknown as Record<string, unknown>)._currentTurnPersistedItemCount).toBe(2);
   });
 });
 
