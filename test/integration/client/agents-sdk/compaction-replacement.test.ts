@@ -3,8 +3,9 @@
 // over real HTTP (serverless-offline, DynamoDB Local, Redis).
 //
 // The ports: "replaces the full legacy session prefix and remains idempotent", "uses a session
-// compaction replacement capability without clearing identity" and "does not reappend an accepted
-// compaction replacement on retry" from
+// compaction replacement capability without clearing identity", "does not reappend an accepted
+// compaction replacement on retry" and the blocked-output case "retries a blocked-output
+// transaction without duplicating committed tool effects" (X1) from
 // openai/openai-agents-js packages/agents-core/test/runner/sessionPersistence.test.ts at commit
 // 6d0c61a5f62a5ed8142996a25b33446c810f84b3 (the newest there is 0.17.1: the repository holds no
 // 0.20 tests, so the memorySession replaceHistoryWithCompaction tests the issue names do not
@@ -26,12 +27,15 @@ import {
   MemorySession,
   RunCompactionItem,
   RunMessageOutputItem,
+  RunReasoningItem,
+  RunToolCallOutputItem,
   RunContext,
   RunResult,
   RunState,
   RunToolCallItem,
   type AgentInputItem,
   type Session,
+  type SessionHistoryTransactionArgs,
 } from '@openai/agents-core';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { LineageClient, type CompactionEngine } from '../../../../lib/client/index.js';
@@ -255,6 +259,130 @@ describe('X2: sessionPersistence compaction replacement, ported', () => {
     expect(session.replacementCount).toBe(1);
     expect((await session.getItems()).filter((item) => item.type === 'compaction')).toEqual([compaction]);
     expect((state as unknown as Record<string, unknown>)._currentTurnPersistedItemCount).toBe(2);
+  });
+});
+
+type Tx = SessionHistoryTransactionArgs;
+
+/** Upstream's AcceptedBlockedThenThrowSession (a MemorySession subclass): records each transaction, throws once after the first committed. */
+interface Recording extends Session {
+  operationIds: string[];
+  transactions: Tx['transaction'][];
+  preserveReasoningIds: boolean;
+}
+function record(self: Recording & { throwAfterFirstCommit: boolean }, args: Tx, apply: () => Promise<void>): Promise<void> {
+  self.operationIds.push(args.operationId);
+  self.transactions.push(structuredClone(args.transaction));
+  return apply().then(() => {
+    if (self.throwAfterFirstCommit) {
+      self.throwAfterFirstCommit = false;
+      throw new Error('write outcome unknown');
+    }
+  });
+}
+class AcceptedBlockedThenThrowLineage extends LineageSession implements Recording {
+  operationIds: string[] = [];
+  transactions: Tx['transaction'][] = [];
+  preserveReasoningIds = false;
+  throwAfterFirstCommit = true;
+  preserveReasoningItemIdsForPersistence(): boolean {
+    return this.preserveReasoningIds;
+  }
+  override applyHistoryTransaction(args: Tx): Promise<void> {
+    return record(this, args, () => super.applyHistoryTransaction(args));
+  }
+}
+class AcceptedBlockedThenThrowMemory extends MemorySession implements Recording {
+  operationIds: string[] = [];
+  transactions: Tx['transaction'][] = [];
+  preserveReasoningIds = false;
+  throwAfterFirstCommit = true;
+  preserveReasoningItemIdsForPersistence(): boolean {
+    return this.preserveReasoningIds;
+  }
+  override applyHistoryTransaction(args: Tx): Promise<void> {
+    return record(this, args, () => super.applyHistoryTransaction(args));
+  }
+}
+
+const blockedMakers: [string, () => Promise<{ session: Recording; different: Session }>][] = [
+  [
+    'LineageSession over HTTP',
+    async () => {
+      const [{ id }, { id: otherId }] = await Promise.all([seeded([]), seeded([])]);
+      return {
+        session: new AcceptedBlockedThenThrowLineage({ client: other, sessionId: id }),
+        different: new LineageSession({ client: other, sessionId: otherId }),
+      };
+    },
+  ],
+  [
+    'MemorySession (control)',
+    () =>
+      Promise.resolve({ session: new AcceptedBlockedThenThrowMemory(), different: new MemorySession({ sessionId: 'different-session' }) }),
+  ],
+];
+
+describe.each(blockedMakers)('X1: sessionPersistence blocked-output transaction, against %s', (_name, make) => {
+  test('X1: retries a blocked-output transaction without duplicating committed tool effects', async () => {
+    const call = { ...(functionCall('call-blocked-retry') as object), name: 'test', providerData: undefined } as AgentInputItem & {
+      callId: string;
+      name: string;
+    };
+    delete (call as { status?: unknown }).status;
+    const callItem = new RunToolCallItem(call as never, TEST_AGENT);
+    const resultItem = new RunToolCallOutputItem(
+      { type: 'function_call_result', callId: call.callId, name: call.name, status: 'completed', output: 'committed' } as never,
+      TEST_AGENT,
+      'committed',
+      undefined,
+      'executed',
+    );
+    const { session, different } = await make();
+    const state = new RunState(new RunContext(), 'input', TEST_AGENT, 1);
+    const internal = state as unknown as Record<string, unknown>;
+    state.setReasoningItemIdPolicy('omit');
+    internal._generatedItems = [
+      new RunReasoningItem(
+        { type: 'reasoning', id: 'reasoning-blocked-retry', content: [{ type: 'input_text', text: 'run the committed tool' }] },
+        TEST_AGENT,
+      ),
+      callItem,
+      resultItem,
+    ];
+    const result = new RunResult(state as never);
+    const input = message('blocked transaction input');
+    internal._currentTurnSessionHistoryTransactionInputItems = [input];
+
+    await expect(saveToSession(session, [input], result, { outputBlocked: true } as never)).rejects.toThrow('write outcome unknown');
+    expect(internal._currentTurnPersistedItemCount).toBe(0);
+    expect(internal._pendingSessionHistoryTransaction).toBeDefined();
+    expect((session.transactions[0] as { items: AgentInputItem[] }).items.find((item) => item.type === 'function_call')).not.toHaveProperty(
+      'providerData',
+    );
+    session.preserveReasoningIds = true;
+
+    await expect(saveToSession(different, [], new RunResult(state as never), { outputBlocked: true } as never)).rejects.toThrow(
+      'Output guardrail session persistence belongs to a different session',
+    );
+    expect(await different.getItems()).toEqual([]);
+    expect(internal._pendingSessionHistoryTransaction).toBeDefined();
+
+    await expect(saveToSession(session, [], new RunResult(state as never), { outputBlocked: true } as never)).resolves.toBeUndefined();
+    expect(session.operationIds).toHaveLength(2);
+    expect(session.operationIds[1]).toBe(session.operationIds[0]);
+    expect(await session.getItems()).toEqual(
+      JSON.parse(
+        JSON.stringify([
+          input,
+          { type: 'reasoning', content: [{ type: 'input_text', text: 'run the committed tool' }] },
+          call,
+          resultItem.rawItem,
+        ]),
+      ),
+    );
+    expect(internal._currentTurnPersistedItemCount).toBe(3);
+    expect(internal._pendingSessionHistoryTransaction).toBeUndefined();
   });
 });
 
