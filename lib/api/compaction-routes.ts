@@ -42,7 +42,14 @@ function beginResult(a: BeginAnswer): RouteResult {
 
 async function beginOn(ctx: RouteContext, ref: SessionRef): Promise<BeginAnswer> {
   const body = parseWith(beginCompactionBody, ctx.body, 'body');
-  return heldOf(ctx).begin(ref, { mode: body.mode, origin: body.origin, ...(body.ttlMs !== undefined ? { ttlMs: body.ttlMs } : {}) });
+  const { mode, origin, ttlMs, expectedSessionId: sessionId, expectedCount: count } = body;
+  return heldOf(ctx).begin(ref, {
+    mode,
+    origin,
+    ...(ttlMs !== undefined ? { ttlMs } : {}),
+    // X2: a receipt without a count is no receipt (nothing to check the history by).
+    ...(count !== undefined ? { expected: { count, ...(sessionId !== undefined ? { sessionId } : {}) } } : {}),
+  });
 }
 
 /** E7: the replacement is checked as an append is (A1 shapes, A7 sizes); a refusal changes nothing. */
@@ -113,6 +120,7 @@ function attemptRoutes(base: string, refOf: (ctx: RouteContext) => SessionRef): 
         const answer = await heldOf(ctx).commit(refOf(ctx), ctx.params.attemptId!, token, replacement, {
           correlationId: ctx.requestId,
           ...(turn ? { turn } : {}),
+          ...((ctx.body as { verbatim?: unknown }).verbatim === true ? { verbatim: true } : {}),
         });
         return commitResult(answer);
       },

@@ -86,10 +86,13 @@ export const beginCompactionBody = z.strictObject({
   mode: z._default(z.enum(['in_place', 'rotate']), 'in_place'),
   origin: z._default(z.enum(['turn', 'review', 'manual']), 'manual'),
   ttlMs: z.optional(z.number().check(z.int(), z.minimum(HELD_TTL_MIN_MS), z.maximum(HELD_TTL_MAX_MS))),
+  /** X2: an ownership receipt: begin only on this live session (conversation form) holding this many items, else skipped/stale. */
+  expectedSessionId: z.optional(z.string().check(z.minLength(1), z.maxLength(200))),
+  expectedCount: z.optional(z.number().check(z.int(), z.minimum(0))),
 });
 
-/** E3: the replacement for items 1..throughSeq (an empty one is a no-op, C7). */
-export const commitCompactionBody = z.strictObject({ messages: z.array(z.unknown()) });
+/** E3: the replacement for items 1..throughSeq (an empty one is a no-op, C7); X2 `verbatim`: no C8 anchor, no `grown` no-op. */
+export const commitCompactionBody = z.strictObject({ messages: z.array(z.unknown()), verbatim: z.optional(z.boolean()) });
 
 /** Attempt ids are base64url (held-attempts.ts encodes them). */
 export const attemptIdParam = z.string().check(z.regex(/^[A-Za-z0-9_-]{1,1024}$/, 'must be an attempt id from a begin'));

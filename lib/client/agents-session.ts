@@ -8,7 +8,7 @@
 import type {
   AgentInputItem,
   OpenAIResponsesCompactionArgs,
-  OpenAIResponsesCompactionAwareSession,
+  OpenAIResponsesCompactionOwnershipAwareSession,
   OpenAIResponsesCompactionResult,
   SessionHistoryRewriteArgs,
   SessionHistoryRewriteAwareSession,
@@ -81,7 +81,7 @@ export interface CompactOptions {
 }
 
 export class LineageSession
-  implements OpenAIResponsesCompactionAwareSession, SessionHistoryTransactionAwareSession, SessionHistoryRewriteAwareSession
+  implements OpenAIResponsesCompactionOwnershipAwareSession, SessionHistoryTransactionAwareSession, SessionHistoryRewriteAwareSession
 {
   #client: LineageClient;
   readonly #opts: LineageSessionOptions;
@@ -91,8 +91,10 @@ export class LineageSession
   #ensured = false;
   /** The live session the last answer named. */
   #live: string | undefined;
-  /** The live session's item count after our last append (for the afterTurn policy). */
+  /** The live session's item count as our last read or write saw it (the afterTurn policy; X2's replacement checks it). */
   #lastCount = 0;
+  /** Ownership receipts this object handed out (SPEC X2): [live session, item count] as read; a stale one is dropped. */
+  readonly #receipts = new WeakMap<object, [string, number]>();
   /** Settles when the last queued operation has; every public operation waits for it (see #serial). */
   #queue: Promise<unknown> = Promise.resolve();
 
@@ -148,7 +150,7 @@ export class LineageSession
 
   async #readAll(id: string): Promise<Item[]> {
     const { items, session } = await this.#client.readConversation(id);
-    this.#saw(session);
+    this.#saw(session, items.length);
     return items;
   }
 
@@ -160,7 +162,29 @@ export class LineageSession
    * the rest. Items JSON cannot return as they are (binary, Map, Date, ...) are refused with
    * UnsupportedValueError before anything is sent.
    */
-  async addItems(items: AgentInputItem[]): Promise<void> {
+  addItems(items: AgentInputItem[]): Promise<void> {
+    return this.addItemsWithCompactionOwnership(items);
+  }
+
+  /**
+   * The SDK's ownership-aware read (SPEC X2): all items, and a receipt (an opaque object) naming the
+   * live session and its item count as read. It binds runCompaction to this read, with no request of its own.
+   */
+  getItemsWithCompactionOwnership(): Promise<{ items: AgentInputItem[]; ownership: object }> {
+    return this.#serial(async () => {
+      const items = await this.#getItems(undefined);
+      const ownership = {};
+      this.#receipts.set(ownership, [this.#live!, this.#lastCount]);
+      return { items, ownership };
+    });
+  }
+
+  /**
+   * addItems with a receipt (SPEC X2): the items always land. The receipt goes on covering the
+   * history only when the service's answer shows our append directly after what it read (same
+   * session, count + appended); a write by anyone else since makes it stale for good.
+   */
+  async addItemsWithCompactionOwnership(items: AgentInputItem[], ownership?: object | null): Promise<void> {
     const all = encodeBinary(items, 'items') as Item[];
     assertJsonValue(all, 'items');
     if (items.length === 0) return;
@@ -168,13 +192,16 @@ export class LineageSession
       const id = await this.#ensure();
       for (const chunk of chunks(all)) {
         const r = await this.#client.appendToConversation(id, chunk);
+        const n = r.session.messageCount;
+        const own = ownership && this.#receipts.get(ownership);
+        if (own && own[0] === r.sessionId && own[1] + r.appended === n && !r.replayed) own[1] = n;
+        else if (ownership) this.#receipts.delete(ownership);
         this.#saw(r.session);
-        this.#lastCount = r.session.messageCount;
         this.#opts.onEvent?.({
           type: 'appended',
           sessionId: r.sessionId,
           count: r.appended,
-          messageCount: r.session.messageCount,
+          messageCount: n,
           replayed: r.replayed,
           idempotencyKey: r.idempotencyKey,
         });
@@ -206,7 +233,6 @@ export class LineageSession
         transaction: transaction as Parameters<LineageClient['applyConversationTransaction']>[1]['transaction'],
       });
       this.#saw(r.session);
-      this.#lastCount = r.session.messageCount;
     } catch (err) {
       if (err instanceof ConflictError && err.code === 'suffix_mismatch')
         throw new HistoryTransactionError('Session history suffix no longer matches the transaction precondition.', { cause: err });
@@ -317,17 +343,18 @@ export class LineageSession
     return this.#serial(() => this.#compact(opts));
   }
 
-  async #compact(opts: CompactOptions): Promise<CompactWithResult> {
+  async #compact(opts: CompactOptions, receipt?: [string, number]): Promise<CompactWithResult> {
     const { engine, ...policy } = this.#opts.compaction ?? {};
     const id = await this.#ensure();
     const keepLast = opts.keepLast ?? policy.keepLast;
     const req = { mode: opts.mode ?? policy.mode ?? 'in_place', origin: opts.origin ?? 'manual' } as const;
     // The engine sees the items as stored (JSON: binary as {$bytes}), so what it keeps goes back as it was.
-    const once = () =>
+    // X2: a receipt goes with the first begin, which the service refuses (skipped/stale) unless the history is as read.
+    const once = (expected?: [string, number]) =>
       engine
-        ? this.#client.compactWith(id, engine, req)
+        ? this.#client.compactWith(id, engine, expected ? { ...req, expectedSessionId: expected[0], expectedCount: expected[1] } : req)
         : this.#client.compressConversation(id, { ...req, ...(keepLast !== undefined ? { keepLast } : {}) });
-    let response = await once();
+    let response = await once(receipt);
     this.#opts.onEvent?.({ type: 'compacted', response });
     // SPEC P6: a long session is compacted one bounded part per request (`partial`); go on until it is done.
     while (response.outcome === 'compressed' && response.partial === true) {
@@ -336,6 +363,34 @@ export class LineageSession
     }
     this.#moveTo(response.sessionId, 'compaction');
     return response;
+  }
+
+  /**
+   * The SDK's replaceHistoryWithCompaction (SPEC X2): `items` (a compaction item and the suffix it
+   * keeps) replace the history in place under the service's lease and fence, through a held
+   * attempt whose begin checks that the live session is the one this object last read or wrote,
+   * holding as many items (else it throws and nothing is written), and whose commit writes `items`
+   * verbatim. Items another process appends meanwhile are kept after them (I4). The conversation
+   * id stays; nothing is deleted, clearSession is never called.
+   */
+  replaceHistoryWithCompaction(items: AgentInputItem[]): Promise<void> {
+    const all = encodeBinary(items, 'items') as Item[];
+    assertJsonValue(all, 'items');
+    return this.#serial(async () => {
+      const id = await this.#ensure();
+      const n = this.#lastCount;
+      const r = await this.#client.compactWith(id, ({ attempt }) => (attempt.partial ? [] : all), {
+        expectedSessionId: this.#live!,
+        expectedCount: n,
+        verbatim: true,
+      });
+      // An empty history has nothing to compact: the items are its first, at position 0 only (A4).
+      if (r.reason === 'nothing_to_compact' && !n)
+        this.#saw((await this.#client.appendToConversation(id, all, { expectedCount: 0 })).session);
+      else if (r.outcome !== 'compressed' && r.reason !== 'unchanged')
+        throw new LineageError(`replaceHistoryWithCompaction: nothing was replaced (${r.outcome} ${r.reason})`);
+      else this.#lastCount = all.length;
+    });
   }
 
   /**
@@ -350,13 +405,19 @@ export class LineageSession
    * `compaction_failed` event (a console.warn when there is no onEvent) and the run goes on; the
    * service's after-turn consumer compacts by size anyway.
    */
-  runCompaction(args?: OpenAIResponsesCompactionArgs): Promise<OpenAIResponsesCompactionResult | null> {
+  runCompaction(
+    args?: OpenAIResponsesCompactionArgs,
+    _runContext?: unknown,
+    ownership?: object | null,
+  ): Promise<OpenAIResponsesCompactionResult | null> {
     return this.#serial(async () => {
       const threshold = this.#opts.compaction?.afterTurnAboveItems;
-      const due = args?.force === true || (threshold !== undefined && this.#lastCount > threshold);
-      if (!due) return null;
+      // X2: undefined is a manual compaction; null, a foreign or a stale receipt authorizes none.
+      const receipt = ownership && this.#receipts.get(ownership);
+      const due = args?.force === true || (threshold !== undefined && (receipt?.[1] ?? this.#lastCount) > threshold);
+      if (!due || (ownership !== undefined && !receipt)) return null;
       try {
-        await this.#compact({ origin: 'turn' });
+        await this.#compact({ origin: 'turn' }, receipt ?? undefined);
       } catch (error) {
         const event = { type: 'compaction_failed' as const, conversationId: this.#id, sessionId: this.#live, error };
         if (this.#opts.onEvent) this.#opts.onEvent(event);
@@ -408,7 +469,8 @@ export class LineageSession
   }
 
   /** An answer named the session it acted on: a different one than we knew, with a parent, is a rotation's child. */
-  #saw(s: Pick<Session, 'sessionId' | 'parentSessionId'>): void {
+  #saw(s: Session, count = s.messageCount): void {
+    this.#lastCount = count;
     if (s.parentSessionId !== null) this.#moveTo(s.sessionId, 'rotation');
     else this.#live = s.sessionId;
   }

@@ -1,7 +1,8 @@
 // Typed client for the whole HTTP API (functions/openapi.json). Paths, parameters and bodies
 // are typed by openapi-fetch from the generated openapi-types.ts; transport.ts adds timeouts,
 // retries and typed errors. Needs nothing but `fetch` (Node 20+, Lambda).
-import createClient, { type Client } from 'openapi-fetch';
+import type { Client } from 'openapi-fetch';
+import createClient from './fetch-client.js';
 import { CursorStaleError, LineageError, NotFoundError, SessionEndedError } from './errors.js';
 import { compactHeld, keepAlive, type CompactionEngine, type CompactWithOptions, type CompactWithResult, type HeldCall } from './held.js';
 import { assertJsonValue } from './json-values.js';

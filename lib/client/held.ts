@@ -26,6 +26,11 @@ export interface CompactWithOptions {
   ttlMs?: number;
   /** Cancels the attempt before its commit (C9): no commit, the lease released; a commit under way is waited for. */
   signal?: AbortSignal;
+  /** SPEC X2, an ownership receipt: begin only while the live session is this one and holds this many items (else skipped/stale). */
+  expectedSessionId?: string;
+  expectedCount?: number;
+  /** SPEC X2: commit the engine's items exactly (no C8 anchor, no `grown` no-op). */
+  verbatim?: boolean;
 }
 
 /** The commit's answer (as compress answers it), or why nothing was committed: the begin's answer (locked, disabled, nothing_to_compact), cancelled or lease_lost. */
@@ -52,7 +57,7 @@ export async function compactHeld(
   readSnapshot: (sessionId: string, throughSeq: number, signal: AbortSignal) => Promise<Item[]>,
   policy: RetryPolicy,
   engine: CompactionEngine,
-  { signal: caller, ...req }: CompactWithOptions,
+  { signal: caller, verbatim, ...req }: CompactWithOptions,
 ): Promise<CompactWithResult> {
   // 'once': a begin that got no answer may hold the lease; repeated, it would meet itself as `locked`.
   const begun = await call<BeginCompactionResponse>('', { body: req, safety: 'once' });
@@ -80,15 +85,17 @@ export async function compactHeld(
     assertJsonValue(replacement, 'replacement');
     for (let n = 1; ; n++) {
       // Repeatable: a repeated commit of the attempt answers its first outcome (E3).
-      const r = await call<CompressResponse>(`${at}/commit`, { token, body: { messages: replacement! } }).catch((err: unknown) => {
-        if (err instanceof ConflictError) {
-          // L6: taken over (409 lease_lost): nothing was written, as a heartbeat's lease_lost.
-          if (err.code === 'lease_lost') return skipped('lease_lost');
-          // The first of two sends (its answer lost) is still committing: ask again for its answer.
-          if (err.code === 'commit_in_progress' && n < policy.maxAttempts) return;
-        }
-        throw err;
-      });
+      const r = await call<CompressResponse>(`${at}/commit`, { token, body: { messages: replacement!, verbatim } }).catch(
+        (err: unknown) => {
+          if (err instanceof ConflictError) {
+            // L6: taken over (409 lease_lost): nothing was written, as a heartbeat's lease_lost.
+            if (err.code === 'lease_lost') return skipped('lease_lost');
+            // The first of two sends (its answer lost) is still committing: ask again for its answer.
+            if (err.code === 'commit_in_progress' && n < policy.maxAttempts) return;
+          }
+          throw err;
+        },
+      );
       if (r) {
         ended = true;
         return r;

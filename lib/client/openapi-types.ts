@@ -924,6 +924,10 @@ export interface components {
             origin?: "turn" | "review" | "manual";
             /** @description Lease TTL; default the service's LEASE_TTL_MS */
             ttlMs?: number;
+            /** @description SPEC X2 (an ownership receipt): begin only when this is the live session the route acts on, else skipped/stale. Only with expectedCount */
+            expectedSessionId?: string;
+            /** @description SPEC X2 (an ownership receipt): begin only while the session holds exactly this many items (checked by the begin's own conditional write), else 200 skipped/stale with nothing written */
+            expectedCount?: number;
         };
         CompactionAttempt: {
             attemptId: string;
@@ -963,6 +967,8 @@ export interface components {
         CommitCompactionRequest: {
             /** @description The replacement for items 1..throughSeq, validated like an append */
             messages: unknown[];
+            /** @description SPEC X2: commit the replacement exactly as sent: no human anchor restored (C8) and no 'grown' no-op (C7); an unchanged one still writes nothing */
+            verbatim?: boolean;
         };
         /** @description A held attempt's commit answers as compress does (SPEC E3), plus replayed on a repeat */
         CommitCompactionResponse: {

@@ -7,7 +7,7 @@ import type { Item } from '../items/types.js';
 import { LEASE_UNAVAILABLE_MESSAGE } from '../lease/errors.js';
 import type { HeldOutcomeRecord } from '../lineage/types.js';
 import type { Ending } from './phases/index.js';
-import type { CompactionMode, DisabledReason } from './types.js';
+import type { CompactionMode, CompactionOrigin, DisabledReason } from './types.js';
 
 export type HeldStatus = 'running' | 'committed' | 'cancelled' | 'expired' | 'lost';
 
@@ -25,6 +25,14 @@ export interface AttemptView {
   expiresAt?: string;
   status?: HeldStatus;
   outcome?: Record<string, unknown>;
+}
+
+/** E1's begin; X2: `expected` is an ownership receipt (the live session and its item count as the caller read them). */
+export interface HeldBeginRequest {
+  mode: CompactionMode;
+  origin: CompactionOrigin;
+  ttlMs?: number;
+  expected?: { sessionId?: string; count: number };
 }
 
 export type BeginAnswer =

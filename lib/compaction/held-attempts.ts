@@ -28,6 +28,7 @@ import {
   sameText,
   type AttemptView,
   type BeginAnswer,
+  type HeldBeginRequest,
   type HeldRefusal,
 } from './held-answers.js';
 import {
@@ -39,7 +40,7 @@ import {
   isEnding,
   reviewEnding,
 } from './phases/index.js';
-import { ACTIVITY_LABELS, type CompactionMode, type CompactionOrigin } from './types.js';
+import { ACTIVITY_LABELS } from './types.js';
 
 /** E2: "compaction in progress" reaches the store at most this often per attempt. */
 export const HELD_MARK_EVERY_MS = 10_000;
@@ -80,22 +81,22 @@ export class HeldAttempts {
   }
 
   /** E1: lease (one Redis round), begin (fence, record, "started"), ownership check beside the snapshot read. */
-  async begin(ref: SessionRef, req: { mode: CompactionMode; origin: CompactionOrigin; ttlMs?: number }): Promise<BeginAnswer> {
+  async begin(ref: SessionRef, req: HeldBeginRequest): Promise<BeginAnswer> {
     const answer = await this.beginAttempt(ref, req);
     // An attempt that ended at its begin is counted as the service engine's are (a started one, when it ends).
     if (answer.outcome !== 'started') countAttempt(this.deps, answer);
     return answer;
   }
 
-  private async beginAttempt(
-    ref: SessionRef,
-    req: { mode: CompactionMode; origin: CompactionOrigin; ttlMs?: number },
-  ): Promise<BeginAnswer> {
+  private async beginAttempt(ref: SessionRef, req: HeldBeginRequest): Promise<BeginAnswer> {
     // C13: a review fork takes no lease.
     if (req.origin === 'review') {
       const e = await reviewEnding(this.deps.store, ref);
       return { outcome: 'disabled', reason: 'review_origin', sessionId: e.ended === 'disabled' ? e.sessionId : ref.sessionId };
     }
+    // X2: a receipt for another session (the conversation rotated since it was read) begins nothing.
+    if (req.expected?.sessionId !== undefined && req.expected.sessionId !== ref.sessionId)
+      return { outcome: 'skipped', reason: 'stale', sessionId: ref.sessionId };
     const ttlMs = req.ttlMs ?? this.deps.leaseTtlMs ?? DEFAULT_LEASE_TTL_MS;
     const token = randomBytes(32).toString('base64url');
     const won = await acquireLease(this.phase, ref, { ttlMs, holder: 'held', token: leaseValueOf(token) });
@@ -107,7 +108,8 @@ export class HeldAttempts {
       const bound = snapshotBound(
         this.deps.attemptBudget ?? { maxBytes: DEFAULT_ATTEMPT_MAX_BYTES, maxTokens: DEFAULT_ATTEMPT_MAX_TOKENS },
       );
-      const opened = await beginUnderLease(this.phase, scope, ref, { ttlMs, held: { mode: req.mode, ttlMs, markedAt: at }, bound });
+      const held = { mode: req.mode, ttlMs, markedAt: at };
+      const opened = await beginUnderLease(this.phase, scope, ref, { ttlMs, held, bound, expectedCount: req.expected?.count });
       if (isEnding(opened)) return endingAnswer(opened, ref.sessionId) as BeginAnswer;
       const { begun, snapshot, ownership, part } = opened;
       // P6: a partial snapshot ends at the part's last seq; the id carries it, so the commit replaces exactly that part.
@@ -181,7 +183,7 @@ export class HeldAttempts {
     attemptId: string,
     token: string,
     replacement: Item[],
-    opts: { correlationId?: string; turn?: TurnCredential } = {},
+    opts: { correlationId?: string; turn?: TurnCredential; verbatim?: boolean } = {},
   ): Promise<Record<string, unknown>> {
     const k = this.keyOf(ref, attemptId);
     const holder = leaseValueOf(token);
@@ -199,7 +201,7 @@ export class HeldAttempts {
     let failed = true;
     let ended: { answer: Record<string, unknown>; commitMs?: number };
     try {
-      ended = await this.commitClaimed(ref, k, holder, scope, begun, owned, await reading, replacement, opts.turn);
+      ended = await this.commitClaimed(ref, k, holder, scope, begun, owned, await reading, replacement, opts);
       failed = false;
     } finally {
       await scope.close(failed);
@@ -220,7 +222,7 @@ export class HeldAttempts {
     owned: Awaited<ReturnType<LeaseApi['refresh']>>,
     snapshot: Item[],
     replacement: Item[],
-    turn: TurnCredential | undefined,
+    { turn, verbatim }: { turn?: TurnCredential; verbatim?: boolean },
   ): Promise<{ answer: Record<string, unknown>; commitMs?: number }> {
     const { store } = this.deps;
     const end = async (answer: Record<string, unknown>, status: HeldOutcomeRecord['status'], label: string) => {
@@ -237,7 +239,7 @@ export class HeldAttempts {
       return end(answer, 'lost', ACTIVITY_LABELS.failed);
     }
     const adapter = adapterFor(k.format);
-    const checked = await checkReplacement(snapshot, replacement, adapter);
+    const checked = await checkReplacement(snapshot, replacement, adapter, verbatim);
     if (isEnding(checked)) return end(endingAnswer(checked, ref.sessionId), 'committed', ACTIVITY_LABELS.completed);
     // P6: the begin handed out the oldest part only: replace exactly it.
     const partial = k.through !== undefined ? { through: k.through } : undefined;

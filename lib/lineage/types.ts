@@ -284,6 +284,12 @@ export interface BeginAttemptInput {
    * on a session whose compaction policy is `agent`, by the begin's own condition.
    */
   serviceEngine?: boolean;
+  /**
+   * X2 (an ownership receipt): the attempt begins only while the session holds exactly this many
+   * items, checked by the begin's own conditional write (the one that issues the fence), else
+   * StaleSnapshotError and nothing is written.
+   */
+  expectedCount?: number;
 }
 
 export interface BegunAttempt {

@@ -5,7 +5,13 @@
 import { errorFields } from '../../errors.js';
 import type { Item } from '../../items/types.js';
 import type { Lease, LeaseApi, RefreshResult } from '../../lease/index.js';
-import { AgentEnginePolicyError, AttemptInFlightError, ChainDeletedError, SessionEndedError } from '../../lineage/errors.js';
+import {
+  AgentEnginePolicyError,
+  AttemptInFlightError,
+  ChainDeletedError,
+  SessionEndedError,
+  StaleSnapshotError,
+} from '../../lineage/errors.js';
 import type { BegunAttempt, BoundedSnapshot, HeldInfo, LineageStore, SnapshotBound } from '../../lineage/types.js';
 import type { Logger } from '../../logger.js';
 import { sessionKey, type SessionRef } from '../../session-ref.js';
@@ -80,7 +86,7 @@ export async function beginUnderLease(
   deps: PhaseDeps,
   scope: AttemptScope,
   ref: SessionRef,
-  opts: { ttlMs: number; held?: HeldInfo; serviceEngine?: boolean; bound?: SnapshotBound },
+  opts: { ttlMs: number; held?: HeldInfo; serviceEngine?: boolean; bound?: SnapshotBound; expectedCount?: number | undefined },
 ): Promise<Opened | Ending> {
   const { store, lease: leaseApi } = deps;
   const lease = scope.lease;
@@ -93,8 +99,11 @@ export async function beginUnderLease(
       ...(opts.held ? { held: opts.held } : {}),
       ...(opts.serviceEngine ? { serviceEngine: true } : {}),
       ...(opts.bound ? { bound: opts.bound } : {}),
+      ...(opts.expectedCount !== undefined ? { expectedCount: opts.expectedCount } : {}),
     });
   } catch (err) {
+    // X2: the session is not the history the caller's receipt read (its begin's condition said so).
+    if (err instanceof StaleSnapshotError) return { ended: 'skipped', reason: 'stale', sessionId: ref.sessionId };
     // E6: the session's policy keeps the service's engine off it; the begin's condition said so.
     if (err instanceof AgentEnginePolicyError) return { ended: 'disabled', reason: 'agent_engine', sessionId: ref.sessionId };
     // C4: the lease does not prove the parent is live; an ended parent is adopted, not compacted.

@@ -10,8 +10,15 @@ export async function checkReplacement(
   snapshot: readonly Item[],
   replacement: readonly Item[],
   adapter: FormatAdapter,
+  verbatim = false,
 ): Promise<{ anchored: Item[] } | Ending> {
   if (replacement.length === 0) return { ended: 'noop', reason: 'empty_result' };
+  // X2: a history replaced as the caller wrote it (the SDK's replaceHistoryWithCompaction): no
+  // anchor is restored and a larger result is written too; only an unchanged one writes nothing.
+  if (verbatim)
+    return JSON.stringify(replacement) === JSON.stringify(snapshot)
+      ? { ended: 'noop', reason: 'unchanged' }
+      : { anchored: [...replacement] };
   const anchored = restoreHumanAnchor(replacement, snapshot, adapter).items;
   const why = noopReason(snapshot, anchored, await loadTokenCounter(), adapter);
   if (why) return { ended: 'noop', reason: why };

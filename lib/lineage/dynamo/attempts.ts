@@ -9,7 +9,13 @@
 import { randomUUID } from 'node:crypto';
 import type { Item } from '../../items/types.js';
 import type { SessionRef } from '../../session-ref.js';
-import { AgentEnginePolicyError, AttemptInFlightError, StoreOutcomeUnknownError, StoreRetryableError } from '../errors.js';
+import {
+  AgentEnginePolicyError,
+  AttemptInFlightError,
+  StaleSnapshotError,
+  StoreOutcomeUnknownError,
+  StoreRetryableError,
+} from '../errors.js';
 import type {
   AttemptRecord,
   BeginAttemptInput,
@@ -43,7 +49,7 @@ import {
 import { assertLive } from './links.js';
 import { isConditionFailure, mayHaveApplied, rounds } from './retry.js';
 import { forEachShard, oldImageOf, type Key, type Table } from './table.js';
-import { FENCE_COUNTER_OK, LIVE, SERVICE_ENGINE_ALLOWED, TAKEOVER } from './conditions.js';
+import { COUNT_AS_READ, FENCE_COUNTER_OK, LIVE, SERVICE_ENGINE_ALLOWED, TAKEOVER } from './conditions.js';
 
 /** Attempt attributes a commit, abandon or cleanup removes. */
 export const ATTEMPT_ATTRS = '#attempt, #attemptShard, #leaseExpiresAt, #attemptWatermark, #seal';
@@ -94,6 +100,7 @@ export class Attempts {
     // E6: no read beside a begin this container knows its policy refuses.
     const refused = input.serviceEngine && known?.compactionPolicy === 'agent';
     const bound = input.bound;
+    const expected = input.expectedCount;
     const early = known && !refused && !bound ? this.table.readItems(pk, known.generation, 1, known.lastSeq) : undefined;
     // P6: a bounded attempt reads only its part, beside the begin as well.
     const earlyPart = known && !refused && bound ? readBounded(this.table, pk, known.generation, known.lastSeq, bound) : undefined;
@@ -116,7 +123,10 @@ export class Attempts {
             // paused holder), or ours was granted after it (its holder died or was refused after its begin
             // landed, finding 2). See TAKEOVER. The fence keeps the replaced holder from committing (L6).
             // E6: a service-engine begin also needs the session's policy to allow it (no read: the condition).
-            condition: `${LIVE} AND ${TAKEOVER} AND ${FENCE_COUNTER_OK}${input.serviceEngine ? ` AND ${SERVICE_ENGINE_ALLOWED}` : ''}`,
+            // X2: a receipt's count, checked by this write (no read first).
+            condition:
+              `${LIVE} AND ${TAKEOVER} AND ${FENCE_COUNTER_OK}${input.serviceEngine ? ` AND ${SERVICE_ENGINE_ALLOWED}` : ''}` +
+              (expected !== undefined ? ` AND ${COUNT_AS_READ}` : ''),
           },
           {
             ':agent': 'agent',
@@ -127,6 +137,7 @@ export class Attempts {
             ':exp': input.leaseExpiresAt,
             ':mark': { label: input.activityLabel, at: this.table.isoNow() },
             ':now': this.table.now(),
+            ...(expected !== undefined ? { ':expectedCount': expected } : {}),
           },
           'ALL_OLD',
         );
@@ -159,6 +170,7 @@ export class Attempts {
         const ours = ownBeginOf(old, stored.attemptId);
         if (ours) return ours;
         if (input.serviceEngine && old.compactionPolicy === 'agent') throw new AgentEnginePolicyError(ref.sessionId);
+        if (expected !== undefined && old.messageCount !== expected) throw new StaleSnapshotError(ref.sessionId);
         if (old.attempt && !mayTakeOver(old, input.leaseExpiresAt, this.table.now()))
           throw new AttemptInFlightError(ref.sessionId, old.attempt.holder);
         if (seeded) throw err;

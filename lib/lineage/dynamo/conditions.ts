@@ -55,6 +55,12 @@ export const TAKEOVER = '(attribute_not_exists(#attempt) OR #leaseExpiresAt < :n
  */
 export const SERVICE_ENGINE_ALLOWED = '(attribute_not_exists(#compactionPolicy) OR #compactionPolicy <> :agent)';
 
+/**
+ * X2: a held begin carrying a receipt's count begins only on the history the receipt read (no
+ * append or pop since), in the same write that issues the fence. `:expectedCount`.
+ */
+export const COUNT_AS_READ = '#messageCount = :expectedCount';
+
 /** The attempt is still ours under the newest fence (L6): `:aid`, `:fence`. */
 export const OUR_ATTEMPT = '#fence = :fence AND #attempt.#attemptId = :aid';
 

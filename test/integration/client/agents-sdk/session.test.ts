@@ -12,6 +12,7 @@ import {
   isSessionHistoryRewriteAwareSession,
   isSessionHistoryTransactionAwareSession,
   type OpenAIResponsesCompactionAwareSession,
+  type OpenAIResponsesCompactionOwnershipAwareSession,
   type Session,
   type SessionHistoryRewriteAwareSession,
   type SessionHistoryTransactionAwareSession,
@@ -47,8 +48,9 @@ describe('session type guards, asked about LineageSession', () => {
     expect(isSessionHistoryRewriteAwareSession(session)).toBe(true);
   });
 
-  it('is not ownership-aware or run-context-aware (not yet: issue 30 item 3 waits for held compaction attempts)', () => {
-    expect(isOpenAIResponsesCompactionOwnershipAwareSession(session)).toBe(false);
+  it('X2: is ownership-aware (receipts checked by the held begin), not run-context-aware', () => {
+    expectTypeOf(session).toMatchTypeOf<OpenAIResponsesCompactionOwnershipAwareSession>();
+    expect(isOpenAIResponsesCompactionOwnershipAwareSession(session)).toBe(true);
     expect(isRunContextAwareSession(session)).toBe(false);
     expect(requests).toEqual([]);
   });
