@@ -195,6 +195,21 @@ describe('H4: erase means erase', () => {
     expect((await call('PUT', conv, {})).status).toBe(201);
   }, 120_000);
 
+  it('H4: DELETE /sessions/{id} of a live session takes its conversation along and erases it the same way', async () => {
+    const { store } = await rt.core();
+    const s = (await call('POST', '/sessions', {}, { 'idempotency-key': 'create-live' })).body.session;
+    await call('POST', `/sessions/${s.sessionId}/messages`, { messages: [say(1), say(2)] }, { 'idempotency-key': 'a-1' });
+    await call('POST', `/conversations/${s.sessionId}/messages`, { messages: [say(3)] }, { 'idempotency-key': 'a-2' });
+    await call('DELETE', `/sessions/${s.sessionId}`);
+    await sweepTasks(store);
+    const gone = [
+      sessionPk({ tenantId, sessionId: s.sessionId }),
+      `T#${tenantId}#C#${s.sessionId}`,
+      createIdempotencyKey(tenantId, 'create-live').pk,
+    ];
+    expect((await tenantItems()).filter((i) => gone.includes(String(i.pk)))).toEqual([]);
+  });
+
   it('H4 (ERASE_ONLY_DELETED): a purge task that says erase never removes a live session record', async () => {
     const { store } = await rt.core();
     const s = (await call('POST', '/sessions', {})).body.session;
