@@ -239,4 +239,39 @@ describe('conversations over HTTP (K1-K3)', () => {
       expect((await api('POST', `${p}/messages`, { body: { messages: [{ role: 'user', content: 'ok' }] } })).status).toBe(200);
     }
   });
+
+  it('H2: a branch from the middle carries its edge; a keyed retry makes one; a branch plus a rotation of the source is one child and one branch; errors are coded', async () => {
+    const id = convId('src');
+    const { liveSessionId } = await put(id);
+    const p = `/conversations/${encodeURIComponent(id)}`;
+    expect((await api('POST', `${p}/messages`, { body: { messages: turns(0, 6) } })).status).toBe(200);
+    const source = await readAll(api, liveSessionId);
+    const newId = convId('branch');
+    const send = () =>
+      api('POST', `${p}/branches`, { body: { conversationId: newId, fromSeq: 3 }, headers: { 'idempotency-key': `k-${newId}` } });
+    const first = await send();
+    expect(first.status, JSON.stringify(first.body)).toBe(201);
+    const again = await send();
+    expect([again.status, again.headers.get('idempotent-replayed')]).toEqual([201, 'true']);
+    expect(again.body).toEqual(first.body);
+    const edge = first.body.conversation.branchedFrom;
+    expect(edge).toMatchObject({ conversationId: id, seq: 3 });
+    const b = `/conversations/${encodeURIComponent(newId)}`;
+    const branchRoot = first.body.conversation.rootSessionId as string;
+    expect(await readAll(api, branchRoot)).toEqual(source.slice(0, 3));
+    expect((await api('GET', b)).body.conversation.branchedFrom).toEqual(edge);
+    expect((await api('GET', `${b}/lineage`)).body.branchedFrom).toEqual(edge);
+    // The source rotates: one child; the branch is not one.
+    const rotated = await api('POST', `${p}/compress`, { body: { mode: 'rotate', keepLast: 2 } });
+    expect(rotated.body.outcome).toBe('compressed');
+    expect(await chain(id)).toEqual([edge.sessionId, rotated.body.sessionId]);
+    expect(await readAll(api, branchRoot)).toEqual(source.slice(0, 3));
+    const far = await api('POST', `${p}/branches`, { body: { conversationId: convId('far'), fromSeq: 999 } });
+    expect([far.status, far.body.error.code, far.body.field]).toEqual([400, 'from_seq_out_of_range', 'fromSeq']);
+    const taken = await api('POST', `${p}/branches`, { body: { conversationId: newId } });
+    expect([taken.status, taken.body.error.code]).toEqual([409, 'conversation_exists']);
+    // Deleting the source leaves the branch whole.
+    expect((await api('DELETE', p)).status).toBe(204);
+    expect(await readAll(api, branchRoot)).toEqual(source.slice(0, 3));
+  });
 });

@@ -19,6 +19,7 @@ import { Table } from '../../../lib/lineage/dynamo/table.js';
 import type { LineageStore } from '../../../lib/lineage/types.js';
 import { httpDeps, Runtime } from '../../../lib/runtime.js';
 import { createDynamoClient } from '../../../lib/aws-clients.js';
+import { runSweep, type SweepResult } from '../../../lib/sweep/run-sweep.js';
 import { gatewayEvent } from '../../support/in-process-api.js';
 import { infraTable } from '../sweep/own-table.js';
 
@@ -90,16 +91,15 @@ async function tenantItems(): Promise<Record<string, unknown>[]> {
   return items;
 }
 
-/** The sweep's way: every due task of the work list, run until none is left. */
-async function sweepTasks(store: LineageStore): Promise<number> {
-  let ran = 0;
+/** The scheduled sweep (S1, S2) on this table until a run finds no due task left; its fork audit too. */
+async function sweepTasks(store: LineageStore): Promise<SweepResult[]> {
+  const runs: SweepResult[] = [];
   for (let round = 0; round < 20; round++) {
-    const { tasks } = await store.listSweepWork(Date.now() + 1000, 100);
-    if (tasks.length === 0) return ran;
-    for (const t of tasks) await store.runTask(t);
-    ran += tasks.length;
+    const r = await runSweep({ store, now: () => Date.now() + 1000 });
+    runs.push(r);
+    if (r.tasksRun === 0) return runs;
   }
-  throw new Error('the work list never emptied');
+  throw new Error('the sweep kept finding due tasks');
 }
 
 describe('H4: erase means erase', () => {
@@ -173,7 +173,9 @@ describe('H4: erase means erase', () => {
     expect(before.some((i) => i.pk === metaKey({ tenantId, sessionId: root }).pk && i.sk === 'META' && i.deletedAt)).toBe(true);
 
     await call('DELETE', conv);
-    await sweepTasks(store);
+    const runs = await sweepTasks(store);
+    // S2/H2: the branch is no rotation child: the audit finds no fork (one child, one branch).
+    expect(runs.map((r) => r.forksFound)).toEqual(runs.map(() => 0));
 
     const mine = (pk: string) =>
       pk === `T#${tenantId}#C#${root}` ||
@@ -192,6 +194,21 @@ describe('H4: erase means erase', () => {
     expect((await handleHttpRequest(gatewayEvent(key, 'GET', `/sessions/${child}`), deps, { requestId: 'x' })).statusCode).toBe(404);
     expect((await call('PUT', conv, {})).status).toBe(201);
   }, 120_000);
+
+  it('H4: DELETE /sessions/{id} of a live session takes its conversation along and erases it the same way', async () => {
+    const { store } = await rt.core();
+    const s = (await call('POST', '/sessions', {}, { 'idempotency-key': 'create-live' })).body.session;
+    await call('POST', `/sessions/${s.sessionId}/messages`, { messages: [say(1), say(2)] }, { 'idempotency-key': 'a-1' });
+    await call('POST', `/conversations/${s.sessionId}/messages`, { messages: [say(3)] }, { 'idempotency-key': 'a-2' });
+    await call('DELETE', `/sessions/${s.sessionId}`);
+    await sweepTasks(store);
+    const gone = [
+      sessionPk({ tenantId, sessionId: s.sessionId }),
+      `T#${tenantId}#C#${s.sessionId}`,
+      createIdempotencyKey(tenantId, 'create-live').pk,
+    ];
+    expect((await tenantItems()).filter((i) => gone.includes(String(i.pk)))).toEqual([]);
+  });
 
   it('H4 (ERASE_ONLY_DELETED): a purge task that says erase never removes a live session record', async () => {
     const { store } = await rt.core();
