@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import json
 
 import pytest
 
@@ -47,3 +48,20 @@ def test_h3_conversation_retention_is_set_shown_and_bounded(client: LineageClien
     with pytest.raises(ValidationError) as over:
         client.update_conversation(conv_id, retention={"archivedSeconds": 10**8})
     assert over.value.code == "retention_over_tenant_limit"
+
+
+def test_h5_export_then_import_round_trips_but_for_the_ids(client: LineageClient, conv_id: str) -> None:
+    client.put_conversation(conv_id, metadata={"k": "v"})
+    client.append_to_conversation(conv_id, chat(5))
+    _compact(client, conv_id, "in_place")
+    client.append_to_conversation(conv_id, chat(3, 5))
+    _compact(client, conv_id, "rotate")
+    original = client.export_conversation(conv_id, page_size=2)
+    target = f"{conv_id}-copy"
+    first = client.import_conversation(target, original, idempotency_key=f"k-{conv_id}")
+    assert first["sessions"] == 2 and first["items"] == len(original.splitlines()) - 1
+    assert client.import_conversation(target, original, idempotency_key=f"k-{conv_id}") == first
+    copy = client.export_conversation(target).replace(f'"{target}"', f'"{conv_id}"')
+    for old, new in first["sessionIds"].items():
+        copy = copy.replace(new, old)
+    assert [json.loads(line) for line in copy.splitlines()] == [json.loads(line) for line in original.splitlines()]

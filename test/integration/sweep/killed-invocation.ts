@@ -84,6 +84,7 @@ export async function messageItemCount(client: DynamoDBClient, tableName: string
     );
     for (const row of out.Items ?? []) {
       if (String(row.sk).split('#').length > 3) continue; // an inline part
+      if (String(row.sk).endsWith('#!')) continue; // H1: a replaced generation's marker, not an item
       count += typeof row.body === 'string' ? 1 : String(row.idx).split(',').length;
     }
     start = out.LastEvaluatedKey;

@@ -99,7 +99,7 @@ class Transport:
             url += "?" + urllib.parse.urlencode(q)
         all_headers = {"authorization": self._auth, "accept": "application/json", "user-agent": USER_AGENT, **(headers or {})}
         if body is not None:
-            all_headers["content-type"] = "application/json"
+            all_headers.setdefault("content-type", "application/json")
         may_have_applied = False
         n = 0
         while True:
@@ -155,6 +155,8 @@ class Transport:
             return _network(f"request failed: {type(e).__name__}: {e}", e, timed_out=False, applied=not refused)
         if not raw:
             return Response(status, None, hdrs, 1)
+        if hdrs.get("content-type", "").startswith("application/x-ndjson"):
+            return Response(status, raw.decode("utf-8"), hdrs, 1)  # SPEC H5's export: JSON Lines, as text
         try:
             return Response(status, json.loads(raw), hdrs, 1)
         except ValueError as e:

@@ -122,6 +122,12 @@ class AsyncLineageClient:
     async def session_history(self, session_id: str, *, limit: int | None = None, cursor: str | None = None) -> JSON:
         return await asyncio.to_thread(self.sync.session_history, session_id, limit=limit, cursor=cursor)
 
+    async def export_conversation(self, conversation_id: str, *, page_size: int | None = None) -> str:
+        return await asyncio.to_thread(self.sync.export_conversation, conversation_id, page_size=page_size)
+
+    async def import_conversation(self, conversation_id: str, ndjson: str, *, idempotency_key: str | None = None) -> JSON:
+        return await asyncio.to_thread(self.sync.import_conversation, conversation_id, ndjson, idempotency_key=idempotency_key)
+
     async def read_history(self, conversation_id: str, *, page_size: int | None = None) -> list[JSON]:
         return await asyncio.to_thread(self.sync.read_history, conversation_id, page_size=page_size)
 

@@ -286,6 +286,27 @@ class LineageClient:
         q: dict[str, str | int | None] = {"limit": limit, "cursor": cursor}
         return _obj(self._call("GET", f"/sessions/{_q(session_id)}/history", "repeatable", query=q).body)
 
+    def export_conversation(self, conversation_id: str, *, page_size: int | None = None) -> str:
+        """GET /conversations/{id}/export, every page (SPEC H5): the conversation line, then one line per history entry,
+        as JSON Lines text (write it to a file; :meth:`import_conversation` restores it)."""
+        out: list[str] = []
+        cursor: str | None = None
+        while True:
+            r = self._call("GET", f"/conversations/{_q(conversation_id)}/export", "repeatable", query={"limit": page_size, "cursor": cursor})
+            out.append(r.body if isinstance(r.body, str) else "")
+            cursor = r.headers.get("x-next-cursor")
+            if not cursor:
+                return "".join(out)
+
+    def import_conversation(self, conversation_id: str, ndjson: str, *, idempotency_key: str | None = None) -> JSON:
+        """POST /conversations/{id}/import (SPEC H5): an export restored into the new conversation ``conversation_id``
+        (409 ``conflict`` when it exists). ``{conversationId, rootSessionId, liveSessionId, sessions, items, sessionIds}``.
+        With ``idempotency_key`` (one is made when omitted) a retry is the same import."""
+        key = idempotency_key or new_idempotency_key()
+        headers = {"idempotency-key": key, "content-type": "application/x-ndjson"}
+        path = f"/conversations/{_q(conversation_id)}/import"
+        return _obj(self._call("POST", path, "repeatable", raw=ndjson.encode("utf-8"), headers=headers).body)
+
     def read_history(self, conversation_id: str, *, page_size: int | None = None) -> list[JSON]:
         """Every history entry of the conversation, paged to the end."""
         entries: list[JSON] = []
