@@ -21,6 +21,7 @@ import type {
   Conversation,
   ConversationsPage,
   HistoryPage,
+  ImportResult,
   Lineage,
   MessagesPage,
   PutConversationRequest,
@@ -266,6 +267,32 @@ export class LineageClient {
     return this.#call('GET', `${conversationPath(id)}/history`, { ...opts, query });
   }
 
+  /** GET /sessions/{id}/history (H1): the history of the session's conversation up to and including this session. */
+  sessionHistory(id: string, query: { limit?: number; cursor?: string } = {}, opts: CallOptions = {}): Promise<HistoryPage> {
+    return this.#call('GET', `${sessionPath(id)}/history`, { ...opts, query });
+  }
+
+  /** GET /conversations/{id}/export (H5), every page: JSON Lines, the conversation line then one line per history entry. */
+  async exportConversation(id: string, opts: CallOptions & { limit?: number } = {}): Promise<string> {
+    let out = '';
+    for (let cursor: string | null | undefined; cursor !== null;) {
+      const r = await this.#raw<string>('GET', `${conversationPath(id)}/export`, {
+        ...opts,
+        query: { limit: opts.limit, cursor },
+        parseAs: 'text',
+      });
+      out += r.data;
+      cursor = r.response.headers.get('x-next-cursor');
+    }
+    return out;
+  }
+
+  /** POST /conversations/{id}/import (H5): an export restored into the new conversation `id`; one key for every retry, so one import. */
+  importConversation(id: string, ndjson: string, o: CreateSessionOptions = {}): Promise<ImportResult> {
+    const headers = { 'idempotency-key': o.idempotencyKey ?? newIdempotencyKey(), 'content-type': 'application/x-ndjson' };
+    return this.#call('POST', `${conversationPath(id)}/import`, { ...o, body: ndjson, headers, bodySerializer: String });
+  }
+
   /** PATCH /conversations/{id}: replaces its metadata. */
   async updateConversation(id: string, metadata: Record<string, unknown>, opts: CallOptions = {}): Promise<Conversation> {
     return (await this.#call<{ conversation: Conversation }>('PATCH', conversationPath(id), { ...opts, body: { metadata } })).conversation;
@@ -418,15 +445,15 @@ export class LineageClient {
    * the bundle inside its size goal); answers are typed by the caller from the document's types.
    * `beat` is a heartbeat's timeout: one attempt, no retry.
    */
-  async #call<D>(
-    method: string,
-    path: string,
-    { headers, body, query, safety = 'repeatable', beat, signal, timeoutMs }: RawCall,
-  ): Promise<D> {
+  async #call<D>(method: string, path: string, call: RawCall): Promise<D> {
+    return (await this.#raw<D>(method, path, call)).data;
+  }
+
+  #raw<D>(method: string, path: string, { headers, body, query, safety = 'repeatable', beat, signal, timeoutMs, ...more }: RawCall) {
     const request = this.#api.request as unknown as (m: string, path: string, init: object) => Promise<FetchResult<D>>;
     const policy = beat ? { ...this.#policy, maxAttempts: 1 } : this.#policy;
-    const init = (s: AbortSignal) => request(method, path, { headers, body, params: { query }, signal: s });
-    return (await send(init, { safety, policy, timeoutMs: beat ?? timeoutMs ?? this.#timeoutMs, signal })).data;
+    const init = (s: AbortSignal) => request(method, path, { headers, body, params: { query }, signal: s, ...more });
+    return send(init, { safety, policy, timeoutMs: beat ?? timeoutMs ?? this.#timeoutMs, signal });
   }
 
   #send<D>(safety: Safety, opts: CallOptions, attempt: (signal: AbortSignal) => Promise<FetchResult<D>>) {
@@ -440,7 +467,16 @@ const turnHeaders = (turn: GrantedTurn) => ({ 'turn-token': turn.turnToken });
 const turnPath = (id: string, turn: GrantedTurn) => `${conversationPath(id)}/turns/${encodeURIComponent(turn.turnId)}`;
 
 type Transcript = { items: Item[]; session: Session };
-type RawCall = CallOptions & { headers?: object; body?: unknown; query?: object; safety?: Safety; beat?: number | undefined };
+type RawCall = CallOptions & {
+  headers?: object;
+  body?: unknown;
+  query?: object;
+  safety?: Safety;
+  beat?: number | undefined;
+  /** Sent as is (an NDJSON body), and a 2xx read as text. */
+  bodySerializer?: (b: unknown) => string;
+  parseAs?: 'text';
+};
 type PageQuery = PageOptions & { cursor?: string };
 
 /** The pages of a session's items (a session, or a conversation's live one) through nextCursor. */

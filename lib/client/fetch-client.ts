@@ -14,6 +14,8 @@ interface Init {
   body?: unknown;
   bodySerializer?: (body: unknown) => string;
   signal?: AbortSignal;
+  /** 'text': a 2xx body as it came (the NDJSON export), as openapi-fetch's parseAs. */
+  parseAs?: 'text';
 }
 
 export default function createClient<P extends object>(opts: {
@@ -22,7 +24,11 @@ export default function createClient<P extends object>(opts: {
   fetch?: (request: Request) => Promise<Response>;
 }): Client<P> {
   const base = opts.baseUrl.replace(/\/+$/, '');
-  const request = async (method: string, path: string, { params = {}, headers, body, bodySerializer = JSON.stringify, signal }: Init) => {
+  const request = async (
+    method: string,
+    path: string,
+    { params = {}, headers, body, bodySerializer = JSON.stringify, signal, parseAs }: Init,
+  ) => {
     const query = Object.entries(params.query ?? {})
       .filter(([, v]) => v != null)
       .map(([k, v]) => `${k}=${encodeURIComponent(String(v))}`)
@@ -38,7 +44,7 @@ export default function createClient<P extends object>(opts: {
     const length = response.headers.get('Content-Length');
     if (response.status === 204 || (length === '0' && !response.headers.get('Transfer-Encoding')?.includes('chunked'))) return { response };
     const text = await response.text();
-    if (response.ok) return { data: text ? (JSON.parse(text) as unknown) : undefined, response };
+    if (response.ok) return { data: parseAs ? text : text ? (JSON.parse(text) as unknown) : undefined, response };
     try {
       return { error: JSON.parse(text) as unknown, response };
     } catch {

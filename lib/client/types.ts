@@ -36,6 +36,7 @@ export type Conversation = Schemas['Conversation'];
 export type ConversationsPage = Schemas['ConversationsPage'];
 /** H1: a page of GET .../history. */
 export type HistoryPage = Schemas['HistoryPage'];
+export type ImportResult = Schemas['ImportResponse'];
 export type HistoryEntry = Schemas['HistoryEntry'];
 export type Retention = Schemas['Retention'];
 export type PutConversationRequest = Schemas['PutConversationRequest'];

@@ -2,7 +2,7 @@
 // chain, appends that follow rotations without a 409, typed errors (SPEC K1-K3).
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { BadRequestError, ConflictError, LineageClient, NotFoundError, type Item } from '../../../lib/client/index.js';
+import { BadRequestError, ConflictError, LineageClient, NotFoundError, type HistoryPage, type Item } from '../../../lib/client/index.js';
 import { startLocalService, type LocalService } from '../../support/local-service.js';
 
 let service: LocalService;
@@ -72,5 +72,42 @@ describe('LineageClient conversations', () => {
     const far = await client.branch(id, { conversationId: `${id}.c`, fromSeq: 99 }).catch((e: unknown) => e);
     expect(far).toBeInstanceOf(BadRequestError);
     expect(far).toMatchObject({ code: 'from_seq_out_of_range', field: 'fromSeq' });
+  });
+  it('H1/H5: history and sessionHistory page the originals after a compaction; exportConversation pages to the end and importConversation restores it (one import per key)', async () => {
+    const id = `hist.${randomUUID().slice(0, 8)}`;
+    await client.putConversation(id);
+    for (let i = 0; i < 6; i++) await client.appendToConversation(id, say(i));
+    expect((await client.compressConversation(id, { mode: 'rotate', keepLast: 2 })).outcome).toBe('compressed');
+    await client.appendToConversation(id, say(9));
+    const all = async (page: (q: { limit: number; cursor?: string }) => Promise<HistoryPage>) => {
+      const out: HistoryPage['entries'] = [];
+      for (let cursor: string | undefined; ;) {
+        const p = await page({ limit: 5, ...(cursor ? { cursor } : {}) });
+        out.push(...p.entries);
+        if (!p.nextCursor) return out;
+        cursor = p.nextCursor;
+      }
+    };
+    const entries = await all((q) => client.history(id, q));
+    // Every original item of the rotated parent, then the child's summary (flagged) and what came after.
+    expect(entries.slice(0, 12).map((e) => e.item)).toEqual([0, 1, 2, 3, 4, 5].flatMap(say));
+    expect(entries.some((e) => e.summary === true)).toBe(true);
+    expect(entries.slice(-2).map((e) => e.item)).toEqual(say(9));
+    const tip = (await client.getConversation(id)).liveSessionId;
+    expect(await all((q) => client.sessionHistory(tip, q))).toEqual(entries);
+
+    const ndjson = await client.exportConversation(id, { limit: 4 });
+    const lines = ndjson
+      .trim()
+      .split('\n')
+      .map((l) => JSON.parse(l) as { type: string; item?: unknown });
+    expect(lines[0]!.type).toBe('conversation');
+    expect(lines.slice(1).map((l) => l.item)).toEqual(entries.map((e) => e.item));
+    const copy = `${id}.copy`;
+    const imported = await client.importConversation(copy, ndjson, { idempotencyKey: `k-${copy}` });
+    expect(await client.importConversation(copy, ndjson, { idempotencyKey: `k-${copy}` })).toEqual(imported);
+    expect(imported).toMatchObject({ conversationId: copy, sessions: 2, items: entries.length });
+    expect((await client.readConversation(copy)).items).toEqual((await client.readConversation(id)).items);
+    await expect(client.importConversation(copy, ndjson)).rejects.toMatchObject({ status: 409 });
   });
 });
