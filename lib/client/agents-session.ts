@@ -95,6 +95,8 @@ export class LineageSession
   #lastCount = 0;
   /** Ownership receipts this object handed out (SPEC X2): [live session, item count] as read; a stale one is dropped. */
   readonly #receipts = new WeakMap<object, [string, number]>();
+  /** The receipt of the addItemsWithCompactionOwnership call under way, read synchronously by addItems. */
+  #owning: object | null | undefined;
   /** Settles when the last queued operation has; every public operation waits for it (see #serial). */
   #queue: Promise<unknown> = Promise.resolve();
 
@@ -155,18 +157,6 @@ export class LineageSession
   }
 
   /**
-   * One idempotent append, whatever the item count (the service's appends are atomic, A7); only
-   * items whose JSON passes the 5 MB body limit go in more than one, in order. Each append lands
-   * whole or not at all, once, on the live session, whatever rotations happen meanwhile (K2). If
-   * the process dies between two of them, the conversation holds the first whole and nothing of
-   * the rest. Items JSON cannot return as they are (binary, Map, Date, ...) are refused with
-   * UnsupportedValueError before anything is sent.
-   */
-  addItems(items: AgentInputItem[]): Promise<void> {
-    return this.addItemsWithCompactionOwnership(items);
-  }
-
-  /**
    * The SDK's ownership-aware read (SPEC X2): all items, and a receipt (an opaque object) naming the
    * live session and its item count as read. It binds runCompaction to this read, with no request of its own.
    */
@@ -180,11 +170,30 @@ export class LineageSession
   }
 
   /**
-   * addItems with a receipt (SPEC X2): the items always land. The receipt goes on covering the
-   * history only when the service's answer shows our append directly after what it read (same
-   * session, count + appended); a write by anyone else since makes it stale for good.
+   * addItems with a receipt (SPEC X2): the items always land, through addItems (a subclass's
+   * override included). The receipt goes on covering the history only when the service's answer
+   * shows our append directly after what it read (same session, count + appended); a write by
+   * anyone else since makes it stale for good.
    */
-  async addItemsWithCompactionOwnership(items: AgentInputItem[], ownership?: object | null): Promise<void> {
+  addItemsWithCompactionOwnership(items: AgentInputItem[], ownership: object | null): Promise<void> {
+    this.#owning = ownership;
+    try {
+      return this.addItems(items);
+    } finally {
+      this.#owning = undefined;
+    }
+  }
+
+  /**
+   * One idempotent append, whatever the item count (the service's appends are atomic, A7); only
+   * items whose JSON passes the 5 MB body limit go in more than one, in order. Each append lands
+   * whole or not at all, once, on the live session, whatever rotations happen meanwhile (K2). If
+   * the process dies between two of them, the conversation holds the first whole and nothing of
+   * the rest. Items JSON cannot return as they are (binary, Map, Date, ...) are refused with
+   * UnsupportedValueError before anything is sent.
+   */
+  async addItems(items: AgentInputItem[]): Promise<void> {
+    const ownership = this.#owning;
     const all = encodeBinary(items, 'items') as Item[];
     assertJsonValue(all, 'items');
     if (items.length === 0) return;

@@ -497,6 +497,21 @@ describe('X2: compaction ownership receipts (ours)', () => {
     expect((await other.readConversation(id)).items).toHaveLength(4);
   });
 
+  test('X2: addItemsWithCompactionOwnership appends through addItems, so a subclass that overrides addItems sees the runner’s appends', async () => {
+    const { id } = await seeded([user('task')]);
+    const seen: AgentInputItem[][] = [];
+    const session = new (class extends LineageSession {
+      override async addItems(items: AgentInputItem[]): Promise<void> {
+        seen.push(items);
+        await super.addItems(items);
+      }
+    })({ client: other, sessionId: id });
+    const { ownership } = await session.getItemsWithCompactionOwnership();
+    await session.addItemsWithCompactionOwnership([message('ours')], ownership);
+    expect(seen).toEqual([[message('ours')]]);
+    expect((await other.readConversation(id)).items).toEqual([user('task'), message('ours')]);
+  });
+
   test('X2: a null or foreign receipt compacts nothing; undefined is a manual compaction as before', async () => {
     const { calls, engine } = engineCounting();
     const { id } = await seeded([user('task'), message('a'), message('b')]);
