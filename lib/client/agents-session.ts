@@ -21,64 +21,15 @@ import { chunks, MAX_TAIL } from './chunks.js';
 import { BadRequestError, ConflictError, IdempotencyKeyReusedError, LineageError, NotFoundError } from './errors.js';
 import { HistoryTransactionError, INVALID_ITEMS, snapshotTransactionArgs, type HistoryTransaction } from './history-snapshot.js';
 import { assertJsonValue } from './json-values.js';
-import type { CompactionEngine, CompactWithResult } from './held.js';
-import type { BeginTurnRequest, CompressMode, CompressOrigin, Item, Session } from './types.js';
+import type { CompactWithResult } from './held.js';
+import type { BeginTurnRequest, Item, Session } from './types.js';
 
 /** K1's conversation id rule, checked before any request (the service answers 400 otherwise). */
 /** K1's rule, less `.` and `..`, which a URL resolves away (`/conversations/..` is `/`): no request could name them. */
 const CONVERSATION_ID = /^(?!\.{1,2}$)[A-Za-z0-9._:@-]{1,128}$/;
 
-export type LineageSessionEvent =
-  /** This object's PUT created the conversation (first use, or the first after clearSession); `sessionId` is its root session. */
-  | { type: 'created'; conversationId: string; sessionId: string }
-  /** `sessionId`: the session the items landed on (the live one when the service answered). */
-  | { type: 'appended'; sessionId: string; count: number; messageCount: number; replayed: boolean; idempotencyKey: string }
-  /** The live session changed: our compact() rotated it (or adopted another's rotation), or an answer showed a rotation made elsewhere. */
-  | { type: 'followed'; from: string; to: string; via: 'compaction' | 'rotation' }
-  | { type: 'compacted'; response: CompactWithResult }
-  /** runCompaction (the SDK's best-effort post-turn hook) failed; the run goes on. Without onEvent this is a console.warn. */
-  | { type: 'compaction_failed'; conversationId: string | undefined; sessionId: string | undefined; error: unknown }
-  /** The conversation was deleted (every session of its chain); the next use creates it again under the same id. */
-  | { type: 'cleared'; conversationId: string };
-
-export interface LineageCompactionPolicy {
-  /** Mode of `runCompaction` and of `compact()` without one; default in_place. */
-  mode?: CompressMode;
-  keepLast?: number;
-  /**
-   * The SDK calls runCompaction after every turn it persists. Compact then only when the live
-   * session holds more than this many items (unset: only when the runner passes `force`; the
-   * service's own after-turn consumer compacts by size anyway, SPEC F3).
-   */
-  afterTurnAboveItems?: number;
-  /**
-   * Your own compactor (e.g. responsesCompactEngine): runCompaction and compact() then hold the
-   * service's lease and fence and commit its replacement (client.compactWith, SPEC E1-E4);
-   * keepLast does not apply. Unset: the service's own engine compacts.
-   */
-  engine?: CompactionEngine;
-}
-
-export interface LineageSessionOptions {
-  client: LineageClient;
-  /**
-   * The conversation id (SPEC K1: 1-128 letters, digits and `._:@-`, scoped to the API key's
-   * tenant), e.g. your user's or thread's id. Created on first use if it does not exist.
-   * Unset: a random UUID, chosen on first use. getSessionId() answers it for the object's life.
-   */
-  sessionId?: string;
-  /** For the conversation this creates (first use, and after clearSession). */
-  source?: string;
-  metadata?: Record<string, unknown>;
-  compaction?: LineageCompactionPolicy;
-  onEvent?: (event: LineageSessionEvent) => void;
-}
-
-export interface CompactOptions {
-  mode?: CompressMode;
-  keepLast?: number;
-  origin?: CompressOrigin;
-}
+import type { CompactOptions, LineageSessionOptions } from './agents-options.js';
+export type { CompactOptions, LineageCompactionPolicy, LineageSessionEvent, LineageSessionOptions } from './agents-options.js';
 
 export class LineageSession
   implements OpenAIResponsesCompactionOwnershipAwareSession, SessionHistoryTransactionAwareSession, SessionHistoryRewriteAwareSession
@@ -95,6 +46,8 @@ export class LineageSession
   #lastCount = 0;
   /** Ownership receipts this object handed out (SPEC X2): [live session, item count] as read; a stale one is dropped. */
   readonly #receipts = new WeakMap<object, [string, number]>();
+  /** The receipt of the addItemsWithCompactionOwnership call under way, read synchronously by addItems. */
+  #owning: object | null | undefined;
   /** Settles when the last queued operation has; every public operation waits for it (see #serial). */
   #queue: Promise<unknown> = Promise.resolve();
 
@@ -155,18 +108,6 @@ export class LineageSession
   }
 
   /**
-   * One idempotent append, whatever the item count (the service's appends are atomic, A7); only
-   * items whose JSON passes the 5 MB body limit go in more than one, in order. Each append lands
-   * whole or not at all, once, on the live session, whatever rotations happen meanwhile (K2). If
-   * the process dies between two of them, the conversation holds the first whole and nothing of
-   * the rest. Items JSON cannot return as they are (binary, Map, Date, ...) are refused with
-   * UnsupportedValueError before anything is sent.
-   */
-  addItems(items: AgentInputItem[]): Promise<void> {
-    return this.addItemsWithCompactionOwnership(items);
-  }
-
-  /**
    * The SDK's ownership-aware read (SPEC X2): all items, and a receipt (an opaque object) naming the
    * live session and its item count as read. It binds runCompaction to this read, with no request of its own.
    */
@@ -180,11 +121,30 @@ export class LineageSession
   }
 
   /**
-   * addItems with a receipt (SPEC X2): the items always land. The receipt goes on covering the
-   * history only when the service's answer shows our append directly after what it read (same
-   * session, count + appended); a write by anyone else since makes it stale for good.
+   * addItems with a receipt (SPEC X2): the items always land, through addItems (a subclass's
+   * override included). The receipt goes on covering the history only when the service's answer
+   * shows our append directly after what it read (same session, count + appended); a write by
+   * anyone else since makes it stale for good.
    */
-  async addItemsWithCompactionOwnership(items: AgentInputItem[], ownership?: object | null): Promise<void> {
+  addItemsWithCompactionOwnership(items: AgentInputItem[], ownership: object | null): Promise<void> {
+    this.#owning = ownership;
+    try {
+      return this.addItems(items);
+    } finally {
+      this.#owning = undefined;
+    }
+  }
+
+  /**
+   * One idempotent append, whatever the item count (the service's appends are atomic, A7); only
+   * items whose JSON passes the 5 MB body limit go in more than one, in order. Each append lands
+   * whole or not at all, once, on the live session, whatever rotations happen meanwhile (K2). If
+   * the process dies between two of them, the conversation holds the first whole and nothing of
+   * the rest. Items JSON cannot return as they are (binary, Map, Date, ...) are refused with
+   * UnsupportedValueError before anything is sent.
+   */
+  async addItems(items: AgentInputItem[]): Promise<void> {
+    const ownership = this.#owning;
     const all = encodeBinary(items, 'items') as Item[];
     assertJsonValue(all, 'items');
     if (items.length === 0) return;
