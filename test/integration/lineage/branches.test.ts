@@ -182,16 +182,23 @@ describe('H2: the copy is whole or nothing (A7)', () => {
       }),
     );
     expect(out.Items?.length).toBeGreaterThan(0);
+    // Every page: the table is shared, and a Scan page reads 1 MB before its filter applies.
     const { ScanCommand } = await import('@aws-sdk/lib-dynamodb');
-    const scan = await doc(raw).send(
-      new ScanCommand({
-        TableName: tableName(),
-        FilterExpression: 'begins_with(pk, :t)',
-        ExpressionAttributeValues: { ':t': `T#${ref.tenantId}#` },
-        ConsistentRead: true,
-      }),
-    );
-    const pks = new Set((scan.Items ?? []).map((i) => String(i.pk)));
+    const pks = new Set<string>();
+    let start: Record<string, unknown> | undefined;
+    do {
+      const scan = await doc(raw).send(
+        new ScanCommand({
+          TableName: tableName(),
+          FilterExpression: 'begins_with(pk, :t)',
+          ExpressionAttributeValues: { ':t': `T#${ref.tenantId}#` },
+          ConsistentRead: true,
+          ExclusiveStartKey: start,
+        }),
+      );
+      for (const i of scan.Items ?? []) pks.add(String(i.pk));
+      start = scan.LastEvaluatedKey;
+    } while (start);
     expect([...pks].sort()).toEqual([conversationKey(ref.tenantId, id).pk, sessionPk(ref)].sort());
   });
 });
