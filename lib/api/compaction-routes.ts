@@ -42,13 +42,13 @@ function beginResult(a: BeginAnswer): RouteResult {
 
 async function beginOn(ctx: RouteContext, ref: SessionRef): Promise<BeginAnswer> {
   const body = parseWith(beginCompactionBody, ctx.body, 'body');
-  const { mode, origin, ttlMs, expectedSessionId: sessionId, expectedCount: count } = body;
+  const { mode, origin, ttlMs, expectedSessionId: sessionId, expectedCount: count, expectedLastSeq: lastSeq } = body;
   return heldOf(ctx).begin(ref, {
     mode,
     origin,
     ...(ttlMs !== undefined ? { ttlMs } : {}),
     // X2: a receipt without a count is no receipt (nothing to check the history by).
-    ...(count !== undefined ? { expected: { count, ...(sessionId !== undefined ? { sessionId } : {}) } } : {}),
+    ...(count !== undefined ? { expected: { count, ...(sessionId !== undefined ? { sessionId } : {}), ...(lastSeq !== undefined ? { lastSeq } : {}) } } : {}),
   });
 }
 

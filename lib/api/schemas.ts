@@ -89,6 +89,7 @@ export const beginCompactionBody = z.strictObject({
   /** X2: an ownership receipt: begin only on this live session (conversation form) holding this many items, else skipped/stale. */
   expectedSessionId: z.optional(z.string().check(z.minLength(1), z.maxLength(200))),
   expectedCount: z.optional(z.number().check(z.int(), z.minimum(0))),
+  expectedLastSeq: z.optional(z.number().check(z.int(), z.minimum(0))),
 });
 
 /** E3: the replacement for items 1..throughSeq (an empty one is a no-op, C7); X2 `verbatim`: no C8 anchor, no `grown` no-op. */

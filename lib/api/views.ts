@@ -16,6 +16,8 @@ export interface SessionView {
   endedAt: string | null;
   endReason: string | null;
   messageCount: number;
+  /** X2: the last item's sequence number (a pop does not lower it): with messageCount, a receipt's version. */
+  lastSeq: number;
   createdAt: string;
   source: string | null;
   metadata: Record<string, unknown>;
@@ -36,6 +38,7 @@ export function sessionView(s: SessionRecord): SessionView {
     endedAt: s.endedAt ?? null,
     endReason: s.endReason ?? null,
     messageCount: s.messageCount,
+    lastSeq: s.lastSeq,
     createdAt: s.createdAt,
     source: s.source ?? null,
     metadata: s.metadata ?? {},

@@ -44,8 +44,10 @@ export class LineageSession
   #live: string | undefined;
   /** The live session's item count as our last read or write saw it (the afterTurn policy; X2's replacement checks it). */
   #lastCount = 0;
-  /** Ownership receipts this object handed out (SPEC X2): [live session, item count] as read; a stale one is dropped. */
-  readonly #receipts = new WeakMap<object, [string, number]>();
+  /** Its lastSeq as that answer showed it (undefined when the count came from elsewhere): the receipt's version. */
+  #lastSeq: number | undefined;
+  /** Ownership receipts this object handed out (SPEC X2): [live session, item count, lastSeq] as read; a stale one is dropped. */
+  readonly #receipts = new WeakMap<object, Receipt>();
   /** The receipt of the addItemsWithCompactionOwnership call under way, read synchronously by addItems. */
   #owning: object | null | undefined;
   /** Settles when the last queued operation has; every public operation waits for it (see #serial). */
@@ -115,7 +117,7 @@ export class LineageSession
     return this.#serial(async () => {
       const items = await this.#getItems(undefined);
       const ownership = {};
-      this.#receipts.set(ownership, [this.#live!, this.#lastCount]);
+      this.#receipts.set(ownership, [this.#live!, this.#lastCount, this.#lastSeq]);
       return { items, ownership };
     });
   }
@@ -154,7 +156,10 @@ export class LineageSession
         const r = await this.#client.appendToConversation(id, chunk);
         const n = r.session.messageCount;
         const own = ownership && this.#receipts.get(ownership);
-        if (own && own[0] === r.sessionId && own[1] + r.appended === n && !r.replayed) own[1] = n;
+        const seq = r.session.lastSeq;
+        // Ours directly after what it read: the count and (when known) the last seq moved by exactly our items.
+        if (own && own[0] === r.sessionId && own[1] + r.appended === n && (own[2] ?? seq - r.appended) + r.appended === seq && !r.replayed)
+          own.splice(1, 2, n, seq);
         else if (ownership) this.#receipts.delete(ownership);
         this.#saw(r.session);
         this.#opts.onEvent?.({
@@ -268,7 +273,7 @@ export class LineageSession
       }
       this.#ensured = false;
       this.#live = undefined;
-      this.#lastCount = 0;
+      [this.#lastCount, this.#lastSeq] = [0, undefined];
       this.#opts.onEvent?.({ type: 'cleared', conversationId: id });
     });
   }
@@ -303,16 +308,16 @@ export class LineageSession
     return this.#serial(() => this.#compact(opts));
   }
 
-  async #compact(opts: CompactOptions, receipt?: [string, number]): Promise<CompactWithResult> {
+  async #compact(opts: CompactOptions, receipt?: Receipt): Promise<CompactWithResult> {
     const { engine, ...policy } = this.#opts.compaction ?? {};
     const id = await this.#ensure();
     const keepLast = opts.keepLast ?? policy.keepLast;
     const req = { mode: opts.mode ?? policy.mode ?? 'in_place', origin: opts.origin ?? 'manual' } as const;
     // The engine sees the items as stored (JSON: binary as {$bytes}), so what it keeps goes back as it was.
     // X2: a receipt goes with the first begin, which the service refuses (skipped/stale) unless the history is as read.
-    const once = (expected?: [string, number]) =>
+    const once = (e?: Receipt) =>
       engine
-        ? this.#client.compactWith(id, engine, expected ? { ...req, expectedSessionId: expected[0], expectedCount: expected[1] } : req)
+        ? this.#client.compactWith(id, engine, e ? { ...req, expectedSessionId: e[0], expectedCount: e[1], ...seqOf(e[2]) } : req)
         : this.#client.compressConversation(id, { ...req, ...(keepLast !== undefined ? { keepLast } : {}) });
     let response = await once(receipt);
     this.#opts.onEvent?.({ type: 'compacted', response });
@@ -342,6 +347,7 @@ export class LineageSession
       const r = await this.#client.compactWith(id, ({ attempt }) => (attempt.partial ? [] : all), {
         expectedSessionId: this.#live!,
         expectedCount: n,
+        ...seqOf(this.#lastSeq),
         verbatim: true,
       });
       // An empty history has nothing to compact: the items are its first, at position 0 only (A4).
@@ -349,7 +355,7 @@ export class LineageSession
         this.#saw((await this.#client.appendToConversation(id, all, { expectedCount: 0 })).session);
       else if (r.outcome !== 'compressed' && r.reason !== 'unchanged')
         throw new LineageError(`replaceHistoryWithCompaction: nothing was replaced (${r.outcome} ${r.reason})`);
-      else this.#lastCount = all.length;
+      else [this.#lastCount, this.#lastSeq] = [all.length, undefined];
     });
   }
 
@@ -431,6 +437,7 @@ export class LineageSession
   /** An answer named the session it acted on: a different one than we knew, with a parent, is a rotation's child. */
   #saw(s: Session, count = s.messageCount): void {
     this.#lastCount = count;
+    this.#lastSeq = count === s.messageCount ? s.lastSeq : undefined;
     if (s.parentSessionId !== null) this.#moveTo(s.sessionId, 'rotation');
     else this.#live = s.sessionId;
   }
@@ -441,6 +448,10 @@ export class LineageSession
     if (from !== undefined && from !== to) this.#opts.onEvent?.({ type: 'followed', from, to, via });
   }
 }
+
+/** SPEC X2: an ownership receipt: the live session, its item count and its lastSeq (when known) as read. */
+type Receipt = [sessionId: string, count: number, lastSeq: number | undefined];
+const seqOf = (lastSeq: number | undefined) => (lastSeq === undefined ? {} : { expectedLastSeq: lastSeq });
 
 function isCall(item: unknown, callId: string): boolean {
   const it = item as { type?: unknown; callId?: unknown } | null;

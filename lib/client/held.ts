@@ -29,6 +29,8 @@ export interface CompactWithOptions {
   /** SPEC X2, an ownership receipt: begin only while the live session is this one and holds this many items (else skipped/stale). */
   expectedSessionId?: string;
   expectedCount?: number;
+  /** SPEC X2: and whose last sequence number is this (Session.lastSeq as read: a pop then an append keeps the count, not it). */
+  expectedLastSeq?: number;
   /** SPEC X2: commit the engine's items exactly (no C8 anchor, no `grown` no-op). */
   verbatim?: boolean;
 }

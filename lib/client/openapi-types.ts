@@ -713,6 +713,8 @@ export interface components {
             endedAt: string | null;
             endReason: string | null;
             messageCount: number;
+            /** @description The sequence number of the last item ever appended to this session's current generation (a pop does not lower it, and appends never reuse a popped one): with messageCount, the version an ownership receipt (X2) carries as expectedLastSeq */
+            lastSeq: number;
             /** Format: date-time */
             createdAt: string;
             source: string | null;
@@ -928,6 +930,8 @@ export interface components {
             expectedSessionId?: string;
             /** @description SPEC X2 (an ownership receipt): begin only while the session holds exactly this many items (checked by the begin's own conditional write), else 200 skipped/stale with nothing written */
             expectedCount?: number;
+            /** @description SPEC X2: with expectedCount, begin only while the session's lastSeq is still this (a pop then an append by someone else keeps the count but not lastSeq), else skipped/stale */
+            expectedLastSeq?: number;
         };
         CompactionAttempt: {
             attemptId: string;

@@ -32,7 +32,7 @@ export interface HeldBeginRequest {
   mode: CompactionMode;
   origin: CompactionOrigin;
   ttlMs?: number;
-  expected?: { sessionId?: string; count: number };
+  expected?: { sessionId?: string; count: number; lastSeq?: number };
 }
 
 export type BeginAnswer =

@@ -109,7 +109,7 @@ export class HeldAttempts {
         this.deps.attemptBudget ?? { maxBytes: DEFAULT_ATTEMPT_MAX_BYTES, maxTokens: DEFAULT_ATTEMPT_MAX_TOKENS },
       );
       const held = { mode: req.mode, ttlMs, markedAt: at };
-      const opened = await beginUnderLease(this.phase, scope, ref, { ttlMs, held, bound, expectedCount: req.expected?.count });
+      const opened = await beginUnderLease(this.phase, scope, ref, { ttlMs, held, bound, expected: req.expected });
       if (isEnding(opened)) return endingAnswer(opened, ref.sessionId) as BeginAnswer;
       const { begun, snapshot, ownership, part } = opened;
       // P6: a partial snapshot ends at the part's last seq; the id carries it, so the commit replaces exactly that part.

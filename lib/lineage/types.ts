@@ -290,6 +290,8 @@ export interface BeginAttemptInput {
    * StaleSnapshotError and nothing is written.
    */
   expectedCount?: number;
+  /** X2: and whose last sequence number is still this (a pop then an append keeps the count, not lastSeq). */
+  expectedLastSeq?: number;
 }
 
 export interface BegunAttempt {

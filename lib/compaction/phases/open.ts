@@ -86,7 +86,7 @@ export async function beginUnderLease(
   deps: PhaseDeps,
   scope: AttemptScope,
   ref: SessionRef,
-  opts: { ttlMs: number; held?: HeldInfo; serviceEngine?: boolean; bound?: SnapshotBound; expectedCount?: number | undefined },
+  opts: { ttlMs: number; held?: HeldInfo; serviceEngine?: boolean; bound?: SnapshotBound; expected?: { count: number; lastSeq?: number } | undefined },
 ): Promise<Opened | Ending> {
   const { store, lease: leaseApi } = deps;
   const lease = scope.lease;
@@ -99,7 +99,8 @@ export async function beginUnderLease(
       ...(opts.held ? { held: opts.held } : {}),
       ...(opts.serviceEngine ? { serviceEngine: true } : {}),
       ...(opts.bound ? { bound: opts.bound } : {}),
-      ...(opts.expectedCount !== undefined ? { expectedCount: opts.expectedCount } : {}),
+      ...(opts.expected !== undefined ? { expectedCount: opts.expected.count } : {}),
+      ...(opts.expected?.lastSeq !== undefined ? { expectedLastSeq: opts.expected.lastSeq } : {}),
     });
   } catch (err) {
     // X2: the session is not the history the caller's receipt read (its begin's condition said so).

@@ -49,7 +49,7 @@ import {
 import { assertLive } from './links.js';
 import { isConditionFailure, mayHaveApplied, rounds } from './retry.js';
 import { forEachShard, oldImageOf, type Key, type Table } from './table.js';
-import { COUNT_AS_READ, FENCE_COUNTER_OK, LIVE, SERVICE_ENGINE_ALLOWED, TAKEOVER } from './conditions.js';
+import { COUNT_AS_READ, LAST_SEQ_AS_READ, FENCE_COUNTER_OK, LIVE, SERVICE_ENGINE_ALLOWED, TAKEOVER } from './conditions.js';
 
 /** Attempt attributes a commit, abandon or cleanup removes. */
 export const ATTEMPT_ATTRS = '#attempt, #attemptShard, #leaseExpiresAt, #attemptWatermark, #seal';
@@ -101,6 +101,7 @@ export class Attempts {
     const refused = input.serviceEngine && known?.compactionPolicy === 'agent';
     const bound = input.bound;
     const expected = input.expectedCount;
+    const lastSeq = input.expectedLastSeq;
     const early = known && !refused && !bound ? this.table.readItems(pk, known.generation, 1, known.lastSeq) : undefined;
     // P6: a bounded attempt reads only its part, beside the begin as well.
     const earlyPart = known && !refused && bound ? readBounded(this.table, pk, known.generation, known.lastSeq, bound) : undefined;
@@ -126,7 +127,8 @@ export class Attempts {
             // X2: a receipt's count, checked by this write (no read first).
             condition:
               `${LIVE} AND ${TAKEOVER} AND ${FENCE_COUNTER_OK}${input.serviceEngine ? ` AND ${SERVICE_ENGINE_ALLOWED}` : ''}` +
-              (expected !== undefined ? ` AND ${COUNT_AS_READ}` : ''),
+              (expected !== undefined ? ` AND ${COUNT_AS_READ}` : '') +
+              (lastSeq !== undefined ? ` AND ${LAST_SEQ_AS_READ}` : ''),
           },
           {
             ':agent': 'agent',
@@ -138,6 +140,7 @@ export class Attempts {
             ':mark': { label: input.activityLabel, at: this.table.isoNow() },
             ':now': this.table.now(),
             ...(expected !== undefined ? { ':expectedCount': expected } : {}),
+            ...(lastSeq !== undefined ? { ':expectedLastSeq': lastSeq } : {}),
           },
           'ALL_OLD',
         );
@@ -170,7 +173,8 @@ export class Attempts {
         const ours = ownBeginOf(old, stored.attemptId);
         if (ours) return ours;
         if (input.serviceEngine && old.compactionPolicy === 'agent') throw new AgentEnginePolicyError(ref.sessionId);
-        if (expected !== undefined && old.messageCount !== expected) throw new StaleSnapshotError(ref.sessionId);
+        if ((expected !== undefined && old.messageCount !== expected) || (lastSeq !== undefined && old.lastSeq !== lastSeq))
+          throw new StaleSnapshotError(ref.sessionId);
         if (old.attempt && !mayTakeOver(old, input.leaseExpiresAt, this.table.now()))
           throw new AttemptInFlightError(ref.sessionId, old.attempt.holder);
         if (seeded) throw err;

@@ -61,6 +61,12 @@ export const SERVICE_ENGINE_ALLOWED = '(attribute_not_exists(#compactionPolicy) 
  */
 export const COUNT_AS_READ = '#messageCount = :expectedCount';
 
+/**
+ * X2: with the receipt's last sequence number too: a pop then an append by someone else leaves the
+ * count as read but not lastSeq (appends never reuse a popped seq). `:expectedLastSeq`.
+ */
+export const LAST_SEQ_AS_READ = '#lastSeq = :expectedLastSeq';
+
 /** The attempt is still ours under the newest fence (L6): `:aid`, `:fence`. */
 export const OUR_ATTEMPT = '#fence = :fence AND #attempt.#attemptId = :aid';
 

@@ -94,6 +94,29 @@ describe('X2: held begins with an ownership receipt, and verbatim commits', () =
     await call('DELETE', attemptPath(ref.sessionId, won.body.attempt.attemptId), { token: won.body.attempt.leaseToken });
   });
 
+  it('X2 (LAST_SEQ_AS_READ): a pop then an append since the read keeps the count but not lastSeq: skipped/stale, nothing written', async () => {
+    const { store } = await rt.core();
+    const ref = await seeded(4);
+    const read = (await call('GET', `/sessions/${ref.sessionId}`)).body.session;
+    expect(read).toMatchObject({ messageCount: 4, lastSeq: 4 });
+    // Another process: a pop and an append (the count is 4 again; the new item is seq 5, never 4 again).
+    await store.popLast(ref);
+    await store.appendItems(ref, { prepare: asIs(turns(1, 9) as never) });
+    expect((await call('GET', `/sessions/${ref.sessionId}`)).body.session).toMatchObject({ messageCount: 4, lastSeq: 5 });
+    const receipt = { expectedSessionId: ref.sessionId, expectedCount: read.messageCount, expectedLastSeq: read.lastSeq };
+    const stale = await begin(ref.sessionId, receipt);
+    expect(stale.body).toEqual({ outcome: 'skipped', reason: 'stale', sessionId: ref.sessionId });
+    expect((await store.getSession(ref))?.attempt).toBeUndefined();
+    expect(await store.readAll(ref)).toEqual([...turns(3), ...turns(1, 9)]);
+    // The count alone would have let it begin: the lastSeq clause is what refuses it.
+    const countOnly = await begin(ref.sessionId, { expectedSessionId: ref.sessionId, expectedCount: 4 });
+    expect(countOnly.status).toBe(201);
+    await call('DELETE', attemptPath(ref.sessionId, countOnly.body.attempt.attemptId), { token: countOnly.body.attempt.leaseToken });
+    const fresh = await begin(ref.sessionId, { ...receipt, expectedLastSeq: 5 });
+    expect(fresh.status).toBe(201);
+    await call('DELETE', attemptPath(ref.sessionId, fresh.body.attempt.attemptId), { token: fresh.body.attempt.leaseToken });
+  });
+
   it('X2: a receipt for another session (the conversation rotated since) begins nothing: skipped/stale, no Redis or DynamoDB call', async () => {
     const ref = await seeded(4);
     const { result, phases } = await trips.during(() => begin(ref.sessionId, { expectedCount: 4, expectedSessionId: 'another-session' }));
@@ -104,7 +127,13 @@ describe('X2: held begins with an ownership receipt, and verbatim commits', () =
 
   it('X2: a bad receipt is a 400 before anything is done', async () => {
     const ref = await seeded(2);
-    for (const body of [{ expectedCount: -1 }, { expectedCount: 1.5 }, { expectedSessionId: '' }, { expectedCount: '2' }]) {
+    for (const body of [
+      { expectedCount: -1 },
+      { expectedCount: 1.5 },
+      { expectedSessionId: '' },
+      { expectedCount: '2' },
+      { expectedCount: 2, expectedLastSeq: -1 },
+    ]) {
       const r = await begin(ref.sessionId, body);
       expect(r.status, JSON.stringify(body)).toBe(400);
     }

@@ -183,6 +183,24 @@ describe('X2: compaction ownership receipts (ours)', () => {
     expect((await other.readConversation(id)).items).toHaveLength(4);
   });
 
+  test('X2: another process popped and appended since the read (the count as read, not lastSeq): the begin refuses, the engine never runs, nothing is lost', async () => {
+    const { calls, engine } = engineCounting();
+    const { id } = await seeded([user('task'), message('a'), message('b')]);
+    const events: unknown[] = [];
+    const session = new LineageSession({ client: other, sessionId: id, compaction: { engine }, onEvent: (e) => events.push(e) });
+    const { ownership } = await session.getItemsWithCompactionOwnership();
+    await other.popConversation(id);
+    await other.appendToConversation(id, [message('from B')]);
+    expect(await session.runCompaction({ force: true }, undefined, ownership)).toBeNull();
+    expect(calls).toEqual([]);
+    expect(events).toContainEqual(
+      expect.objectContaining({ type: 'compacted', response: expect.objectContaining({ outcome: 'skipped', reason: 'stale' }) }),
+    );
+    // And a replacement computed from that read is refused too: B's item stays.
+    await expect(session.replaceHistoryWithCompaction([compactionItem('cmp_aba'), message('kept')])).rejects.toThrow('skipped stale');
+    expect((await other.readConversation(id)).items).toEqual([user('task'), message('a'), message('from B')]);
+  });
+
   test('X2: addItemsWithCompactionOwnership appends through addItems, so a subclass that overrides addItems sees the runner’s appends', async () => {
     const { id } = await seeded([user('task')]);
     const seen: AgentInputItem[][] = [];
