@@ -103,4 +103,17 @@ describe('ended sessions expire by DynamoDB TTL (SPEC H3)', () => {
     expect(before.filter((r) => r.expiresAt === undefined).length).toBeGreaterThan(0);
     expect((await rawItems(ddb, parent)).some((r) => String(r.sk).startsWith('TASK#'))).toBe(false);
   });
+
+  it("H3/H4: a deleted conversation's purge removes a rotated parent's ended task before it ran; a stale run after it writes nothing back", async () => {
+    const { tenantId, id, parent } = await rotated({ endedSessionSeconds: 120 });
+    const generation = (await store.getSession(parent))!.generation;
+    expect((await rawItems(ddb, parent)).some((r) => r.sk === taskSk('ended', generation))).toBe(true);
+    await store.deleteConversation(tenantId, id);
+    // The purge the delete starts in the background, run here to its end (idempotent).
+    await store.runTask({ ref: parent, kind: 'purge', generation: 0, dueAt: Date.now() });
+    expect(await rawItems(ddb, parent)).toEqual([]);
+    // A sweep that listed the ended task before the purge: the session is gone, nothing is stamped or written.
+    expect(await store.runTask({ ref: parent, kind: 'ended', generation, dueAt: Date.now() })).toBe(0);
+    expect(await rawItems(ddb, parent)).toEqual([]);
+  });
 });
