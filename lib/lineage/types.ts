@@ -350,8 +350,11 @@ export interface ExpiredAttempt {
 /** Deferred storage work (archive a replaced generation, purge a deleted session), done by the sweep if not sooner. */
 export interface StoreTask {
   ref: SessionRef;
-  /** parts: chunks an append wrote ahead of a commit that never landed (or whose row a pop removed). */
-  kind: 'archive' | 'purge' | 'parts';
+  /**
+   * parts: chunks an append wrote ahead of a commit that never landed (or whose row a pop removed).
+   * ended: a rotated parent's rows get the TTL of the conversation's endedSessionSeconds (H3).
+   */
+  kind: 'archive' | 'purge' | 'parts' | 'ended';
   generation: number;
   dueAt: number;
   /** parts: the write id (and row) whose chunks go. */

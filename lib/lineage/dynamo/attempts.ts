@@ -31,7 +31,8 @@ import type {
 import { isLiveTip, toSessionRecord, withDefaults, type MetaItem, type StoredAttempt, type StoredMeta } from './meta-row.js';
 import { runPartsTask } from './parts.js';
 import { purgeSession } from './purge.js';
-import { isHeadSk, remotePartPrefix, type RawRow, type StoredItem } from './rows.js';
+import { expireUnder } from './expiry.js';
+import type { StoredItem } from './rows.js';
 import { readBounded, type BoundedPart } from './bounded.js';
 import {
   allShards,
@@ -364,18 +365,8 @@ export class Attempts {
    * update that requires the row to exist: a delete and purge landing between this read and the
    * write must not get the bodies back (H4, A6; issue 28 item 9). Returns the items archived.
    */
-  private async archive(pk: string, generation: number, retentionSeconds: number): Promise<number> {
-    const expiresAt = Math.floor(this.table.now() / 1000) + retentionSeconds;
-    let items = 0;
-    for await (const rows of this.table.pagesWithPrefix<RawRow>(pk, generationPrefix(generation))) {
-      for (const row of rows) {
-        const chunks = row.w !== undefined ? await this.table.queryPrefix<RawRow>(pk, remotePartPrefix(row.w, row.h ?? 0)) : [];
-        for (const chunk of chunks) if (chunk.expiresAt === undefined) await this.table.expireRow(chunk, expiresAt);
-        const kept = row.expiresAt !== undefined || (await this.table.expireRow(row, expiresAt));
-        if (kept && isHeadSk(row.sk)) items += row.body !== undefined ? 1 : (row.idx ?? '').split(',').length;
-      }
-    }
-    return items;
+  private archive(pk: string, generation: number, retentionSeconds: number): Promise<number> {
+    return expireUnder(this.table, pk, generationPrefix(generation), Math.floor(this.table.now() / 1000) + retentionSeconds);
   }
 
   /**

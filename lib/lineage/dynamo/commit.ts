@@ -33,6 +33,7 @@ import { encodeItems, packRows, rowItems, type StoredItem } from './rows.js';
 import type { AttemptRecord, BegunAttempt, CommitInput, InPlaceCommitted, RotationCommitted } from '../types.js';
 import { ATTEMPT_ATTRS, type Attempts } from './attempts.js';
 import { tipMoveEntry } from './conversation-row.js';
+import { endedTaskItem } from './expiry.js';
 import { metaKey, replacedMarkerSk, rotationShardOf, sessionPk } from './keys.js';
 import { liveTipOf } from './links.js';
 import { PARTS_GRACE_MS, partsTask, partsTaskCheck, runPartsTask } from './parts.js';
@@ -147,6 +148,8 @@ export class Commits {
           tipAt = entries.length;
           entries.push(tip);
         }
+        // H3: the parent's rows get their TTL (endedSessionSeconds) from this task, run by the sweep (expiry.ts).
+        entries.push(this.table.put(endedTaskItem(this.table, ref, meta.generation)));
         return entries;
       },
       isOurs: (meta) => meta.childSessionId === attempt.pendingChildId,

@@ -6,7 +6,7 @@
 //   MSG#<generation>#!        H1: the generation was replaced in place (`compactedAt`), written by
 //                             that commit; it sorts before the generation's rows, outside every item range
 //   IDEM#<sha256(key)>        an append's Idempotency-Key record (A3)
-//   TASK#<kind>#<generation>  deferred storage work (archive, purge) the sweep finds in attemptsByExpiry
+//   TASK#<kind>#<generation>  deferred storage work (archive, purge, ended) the sweep finds in attemptsByExpiry
 //   TASK#parts#<write id>     chunks an append wrote ahead of its commit, removed unless the commit lands
 //   PART#<write id>#<row>#<k> those chunks (lib/lineage/dynamo/rows.ts)
 //   HELD#<attempt id>         a held attempt's outcome (E3, E4: a repeated commit replays it; held.ts)
@@ -90,7 +90,7 @@ export function partsTaskSk(scope: string): string {
 export function parseTaskSk(sk: string): Pick<StoreTask, 'kind' | 'generation' | 'scope'> | null {
   const parts = /^TASK#parts#([0-9a-f-]+(?:#\d+)?)$/.exec(sk);
   if (parts) return { kind: 'parts', generation: 0, scope: parts[1]! };
-  const m = /^TASK#(archive|purge)#(\d+)$/.exec(sk);
+  const m = /^TASK#(archive|purge|ended)#(\d+)$/.exec(sk);
   return m ? { kind: m[1] as StoreTask['kind'], generation: Number(m[2]) } : null;
 }
 

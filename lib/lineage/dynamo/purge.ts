@@ -1,7 +1,7 @@
 // The purge of a deleted session (SPEC A6, K3, H4: erase means erase). Everything stored under the
 // session's key goes: item rows of every generation (the live one and the archived ones an in-place
 // compaction left under their TTL), their inline parts, chunks written ahead of a commit (PART#)
-// and the tasks that name them, archive tasks, Idempotency-Key records with their stored answers
+// and the tasks that name them, archive and ended tasks, Idempotency-Key records with their stored answers
 // (appends, history transactions' operation ids), held attempts' outcomes (HELD#), and a pending
 // child's rows. Outside it: the create's key record (T#<tenant>#IDEM#..., named on the record), and
 // when the whole conversation went (`erase`), that incarnation's conversation-scoped keys (branches'
@@ -31,7 +31,7 @@ export async function purgeSession(
   const pk = sessionPk(ref);
   const task = await table.getItem<PurgeTask>({ pk, sk: taskSk('purge', 0) });
   let touched = 0;
-  const prefixes = [MSG_PREFIX, IDEM_PREFIX, PART_PREFIX, HELD_PREFIX, partsTaskSk(''), `${TASK_PREFIX}archive#`];
+  const prefixes = [MSG_PREFIX, IDEM_PREFIX, PART_PREFIX, HELD_PREFIX, partsTaskSk(''), `${TASK_PREFIX}archive#`, `${TASK_PREFIX}ended#`];
   for (const prefix of prefixes) touched += await table.deletePaced(pk, prefix);
   if (task?.pendingChildId) touched += await removePendingChild(ref, task.pendingChildId);
   const meta = await table.getItem<{ createKeyPk?: string }>(metaKey(ref));

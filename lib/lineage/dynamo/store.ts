@@ -67,6 +67,7 @@ import { readAll, readPage, readTail } from './reads.js';
 import { Table, type TableOptions } from './table.js';
 import { History } from './history.js';
 import { RetentionSettings } from './retention.js';
+import { runEndedTask } from './expiry.js';
 import type { HistoryPage, HistoryRequest, ImportInput, ImportResult, Retention } from '../history.js';
 import { importConversation } from './import.js';
 import { DEFAULT_IDEMPOTENCY_TTL_SECONDS } from '../limits.js';
@@ -288,10 +289,12 @@ export class DynamoLineageStore implements LineageStore {
     return this.attempts.extend(ref, attempt, leaseExpiresAt);
   }
   async runTask(task: StoreTask): Promise<number> {
-    // H3: an archive lives as long as its conversation's retention says (DynamoDB's TTL deletes it after).
-    if (task.kind !== 'archive') return this.attempts.runTask(task, this.retention);
+    // H3: an archive, or a rotated parent (ended), lives as long as its conversation's retention says when
+    // the task runs (DynamoDB's TTL deletes it after).
+    if (task.kind !== 'archive' && task.kind !== 'ended') return this.attempts.runTask(task, this.retention);
     const meta = await this.table.getMeta(task.ref);
-    const { archivedSeconds } = await this.retentionSettings.effective(task.ref.tenantId, meta?.conversationId);
+    const { archivedSeconds, endedSessionSeconds } = await this.retentionSettings.effective(task.ref.tenantId, meta?.conversationId);
+    if (task.kind === 'ended') return runEndedTask(this.table, task, meta, endedSessionSeconds);
     return this.attempts.runTask(task, archivedSeconds);
   }
 
