@@ -101,7 +101,7 @@ describe('X2: held begins with an ownership receipt, and verbatim commits', () =
     expect(read).toMatchObject({ messageCount: 4, lastSeq: 4 });
     // Another process: a pop and an append (the count is 4 again; the new item is seq 5, never 4 again).
     await store.popLast(ref);
-    await store.appendItems(ref, { prepare: asIs(turns(1, 9) as never) });
+    await store.appendItems(ref, { prepare: asIs(turns(1, 9)) });
     expect((await call('GET', `/sessions/${ref.sessionId}`)).body.session).toMatchObject({ messageCount: 4, lastSeq: 5 });
     const receipt = { expectedSessionId: ref.sessionId, expectedCount: read.messageCount, expectedLastSeq: read.lastSeq };
     const stale = await begin(ref.sessionId, receipt);
