@@ -1,6 +1,8 @@
-// SPEC H5 (import) with H3's bounds: an import's conversation line is held to the rules PUT/PATCH
-// hold the same settings to. Found by the adversarial pass against `npm start`: an edited export
-// could store a retention of 1 s or of a string, metadata of 300 KB, or times that are not times.
+// SPEC H3/H5 defects found by the adversarial pass against `npm start`, each pinned here:
+// - an import's conversation line is held to the rules PUT/PATCH hold the same settings to (an
+//   edited export could store a retention of 1 s or of a string, metadata of 300 KB, non-times);
+// - a PUT or PATCH whose retention is over the tenant's limit answered 400 after it had created the
+//   conversation or set its policies.
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ApiKeyStore } from '../../../lib/api/api-keys.js';
@@ -97,5 +99,21 @@ describe('import checks (SPEC H5, H3)', () => {
       retention: { archivedSeconds: 60, endedSessionSeconds: 3600 },
       metadata: { team: 'support' },
     });
+  });
+
+  it("H3: a PUT whose retention is over the tenant's limit creates nothing; a PATCH with a policy and such a retention changes nothing (400 retention_over_tenant_limit first)", async () => {
+    const id = `ret-${randomUUID().slice(0, 8)}`;
+    const over = { archivedSeconds: 3_000_000_000 / 1000 };
+    const put = await call('PUT', `/conversations/${id}`, { format: 'chat', turns: 'required', retention: over });
+    expect(put.status, put.text).toBe(400);
+    expect(put.body).toMatchObject({ error: { code: 'retention_over_tenant_limit' }, field: 'retention.archivedSeconds' });
+    expect((await call('GET', `/conversations/${id}`)).status).toBe(404);
+    expect((await call('PUT', `/conversations/${id}`, { format: 'chat' })).status).toBe(201);
+    const patch = await call('PATCH', `/conversations/${id}`, { turns: 'required', compaction: 'agent', retention: over });
+    expect(patch.status, patch.text).toBe(400);
+    expect(patch.body).toMatchObject({ error: { code: 'retention_over_tenant_limit' } });
+    const view = await call('GET', `/conversations/${id}`);
+    expect(view.body.conversation).toMatchObject({ turns: 'optional', compaction: 'service' });
+    expect(view.body.conversation.retention).toBeUndefined();
   });
 });
