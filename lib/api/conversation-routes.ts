@@ -11,6 +11,7 @@ import {
   CursorStaleError,
   StoreRetryableError,
 } from '../lineage/errors.js';
+import type { Retention } from '../lineage/history.js';
 import type { CompactionPolicy, ConversationRecord, SessionRecord, TurnPolicy } from '../lineage/types.js';
 import type { SessionRef } from '../session-ref.js';
 import { HttpError, invalidField } from './errors.js';
@@ -187,17 +188,28 @@ async function setPolicies(
   });
 }
 
-/** H3: the conversation's own retention (400 retention_over_tenant_limit above the tenant's); the record after. */
-async function setRetention(
-  ctx: RouteContext,
-  r: { archivedSeconds?: number | undefined; endedSessionSeconds?: number | undefined } | undefined,
-): Promise<ConversationRecord | undefined> {
+type RetentionBody = { archivedSeconds?: number | undefined; endedSessionSeconds?: number | undefined } | undefined;
+
+/** The fields given (undefined when none). */
+function retentionIn(r: RetentionBody): Retention | undefined {
   if (r === undefined) return undefined;
   const retention = {
     ...(r.archivedSeconds !== undefined ? { archivedSeconds: r.archivedSeconds } : {}),
     ...(r.endedSessionSeconds !== undefined ? { endedSessionSeconds: r.endedSessionSeconds } : {}),
   };
-  if (Object.keys(retention).length === 0) return undefined;
+  return Object.keys(retention).length === 0 ? undefined : retention;
+}
+
+/** H3: a retention over the tenant's limit refuses the whole PUT/PATCH before anything is created or set (400 retention_over_tenant_limit). */
+async function checkRetention(ctx: RouteContext, r: RetentionBody): Promise<void> {
+  const retention = retentionIn(r);
+  if (retention) await ctx.deps.store.checkRetention(ctx.tenantId, retention);
+}
+
+/** H3: the conversation's own retention (400 retention_over_tenant_limit above the tenant's); the record after. */
+async function setRetention(ctx: RouteContext, r: RetentionBody): Promise<ConversationRecord | undefined> {
+  const retention = retentionIn(r);
+  if (retention === undefined) return undefined;
   return withConversationErrors(ctx, () => ctx.deps.store.setConversationRetention(ctx.tenantId, convIdOf(ctx), retention));
 }
 
@@ -218,6 +230,7 @@ export const conversationRoutes: readonly Route[] = [
     async handle(ctx) {
       const body = parseWith(putConversationBody, ctx.body, 'body');
       if (body.metadata) assertMetadata(body.metadata);
+      await checkRetention(ctx, body.retention);
       for (let round = 0; ; round++) {
         const r = await ctx.deps.store.ensureConversation(
           {
@@ -262,6 +275,7 @@ export const conversationRoutes: readonly Route[] = [
         throw invalidField('body', 'give metadata, turns, compaction, retention or several');
       if (body.metadata !== undefined) assertMetadata(body.metadata);
       const id = convIdOf(ctx);
+      await checkRetention(ctx, body.retention);
       await setPolicies(ctx, body);
       await setRetention(ctx, body.retention);
       if (body.metadata === undefined) {

@@ -8,6 +8,8 @@ import type { ImportGeneration, ImportInput, ImportSession, Retention } from '..
 import { withEstimates } from '../lineage/prepare.js';
 import type { IdempotencyInput } from '../lineage/types.js';
 import { HttpError } from './errors.js';
+import { assertMetadata, retentionField } from './schemas.js';
+import * as z from 'zod/mini';
 
 type Json = Record<string, unknown>;
 
@@ -18,6 +20,26 @@ function bad(field: string, message: string): HttpError {
 const isObj = (v: unknown): v is Json => typeof v === 'object' && v !== null && !Array.isArray(v);
 const str = (v: unknown): v is string => typeof v === 'string' && v.length > 0;
 const whole = (v: unknown, min: number): v is number => typeof v === 'number' && Number.isSafeInteger(v) && v >= min;
+const time = (v: unknown): v is string => str(v) && v.length <= 64 && !Number.isNaN(Date.parse(v));
+
+/** The conversation line's settings, held to the bounds PUT/PATCH hold them to (H3 retention, metadata, source). */
+function checkSettings(conv: Json): void {
+  const at = 'line 1.conversation';
+  if (conv.retention !== undefined && conv.retention !== null) {
+    const r = z.safeParse(retentionField, conv.retention);
+    if (!r.success) throw bad(`${at}.retention`, r.error.issues.map((i) => `${i.path.join('.') || 'retention'}: ${i.message}`).join('; '));
+  }
+  if (conv.metadata !== undefined && conv.metadata !== null) {
+    if (!isObj(conv.metadata)) throw bad(`${at}.metadata`, 'must be a JSON object');
+    try {
+      assertMetadata(conv.metadata);
+    } catch (err) {
+      throw bad(`${at}.metadata`, (err as Error).message);
+    }
+  }
+  if (conv.source !== undefined && conv.source !== null && (!str(conv.source) || conv.source.length > 200))
+    throw bad(`${at}.source`, 'must be 1-200 characters');
+}
 
 /** The lines as the import's input; `sessionIds` maps each exported session id to its new one. */
 export function readImport(
@@ -34,20 +56,23 @@ export function readImport(
   const conv = head.conversation;
   const format = conv.format;
   if (format !== 'chat' && format !== 'responses') throw bad('line 1.conversation.format', 'must be chat or responses');
-  for (const f of ['createdAt', 'updatedAt', 'activeAt'] as const) if (!str(conv[f])) throw bad(`line 1.conversation.${f}`, 'missing');
+  for (const f of ['createdAt', 'updatedAt', 'activeAt'] as const)
+    if (!time(conv[f])) throw bad(`line 1.conversation.${f}`, 'must be an ISO 8601 time');
+  checkSettings(conv);
   const chain = head.lineage.chain;
   if (!Array.isArray(chain) || chain.length === 0) throw bad('line 1.lineage.chain', 'must list the sessions, root first');
   const sessionIds: Record<string, string> = {};
   const sessions: ImportSession[] = chain.map((e: unknown, i) => {
     const at = `line 1.lineage.chain[${i}]`;
-    if (!isObj(e) || !str(e.sessionId) || !str(e.createdAt)) throw bad(at, 'must be a session of the lineage (sessionId, createdAt)');
+    if (!isObj(e) || !str(e.sessionId) || !time(e.createdAt)) throw bad(at, 'must be a session of the lineage (sessionId, createdAt)');
+    if (e.endedAt !== undefined && e.endedAt !== null && !time(e.endedAt)) throw bad(`${at}.endedAt`, 'must be an ISO 8601 time');
     if (e.deletedAt) throw bad(at, 'a deleted session cannot be imported');
     if (sessionIds[e.sessionId]) throw bad(at, `session ${e.sessionId} is listed twice`);
     sessionIds[e.sessionId] = randomUUID();
     const s: ImportSession = { sessionId: sessionIds[e.sessionId]!, createdAt: e.createdAt, generations: [] };
     if (str(e.endedAt)) s.endedAt = e.endedAt;
     if (e.endReason === 'compression') s.endReason = 'compression';
-    if (isObj(e.lastActivity) && str(e.lastActivity.label) && str(e.lastActivity.at))
+    if (isObj(e.lastActivity) && str(e.lastActivity.label) && e.lastActivity.label.length <= 200 && time(e.lastActivity.at))
       s.lastActivity = { label: e.lastActivity.label, at: e.lastActivity.at };
     return s;
   });
@@ -74,7 +99,8 @@ export function readImport(
       g = { generation, items: [] };
       s.generations.push(g);
     }
-    if (str(line.compactedAt) && g.compactedAt === undefined) g.compactedAt = line.compactedAt;
+    if (line.compactedAt !== undefined && !time(line.compactedAt)) throw bad(`${at}.compactedAt`, 'must be an ISO 8601 time');
+    if (time(line.compactedAt) && g.compactedAt === undefined) g.compactedAt = line.compactedAt;
     const item = checked.items[0] as Item;
     g.items.push({
       seq,

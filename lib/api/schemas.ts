@@ -46,7 +46,10 @@ const compactionPolicyField = z.enum(['service', 'agent']);
 
 /** H3: each at least 60 s (MIN_RETENTION_SECONDS); bounded by the tenant's (checked by the store). */
 const retentionSeconds = z.number().check(z.int(), z.minimum(60), z.maximum(100 * 365 * 24 * 3600));
-const retentionField = z.strictObject({ archivedSeconds: z.optional(retentionSeconds), endedSessionSeconds: z.optional(retentionSeconds) });
+export const retentionField = z.strictObject({
+  archivedSeconds: z.optional(retentionSeconds),
+  endedSessionSeconds: z.optional(retentionSeconds),
+});
 
 /** PUT /conversations/{id}: everything optional; `format` given explicitly must match an existing conversation's. */
 export const putConversationBody = z.strictObject({

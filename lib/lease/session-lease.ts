@@ -145,8 +145,13 @@ export class SessionLease implements LeaseApi {
     const all = await Promise.race([settled, brief]).finally(() => clearTimeout(timer));
     const votes = all ?? decided;
     const undo = (i: number) => this.clients[i]!.eval(DELETE_IF_OURS, 1, key, token).catch(() => undefined);
+    // A node whose reply failed (a command timeout on a hung node) may still run our SET later: its
+    // undo is queued behind the SET on the same connection, without holding up the answer.
+    const mayHoldIt = (v: NodeVote | undefined) => v?.kind === 'error';
+    votes.forEach((v, i) => mayHoldIt(v) && void undo(i));
     await Promise.all(votes.flatMap((v, i) => (v?.kind === 'for' ? [undo(i)] : [])));
-    if (!all) void settled.then((late) => late.forEach((v, i) => votes[i] === undefined && v.kind === 'for' && void undo(i)));
+    if (!all)
+      void settled.then((late) => late.forEach((v, i) => votes[i] === undefined && (v.kind === 'for' || mayHoldIt(v)) && void undo(i)));
   }
 
   async refresh(lease: Lease, ttlMs: number = lease.ttlMs): Promise<RefreshResult> {

@@ -459,6 +459,8 @@ export interface LineageStore {
   setTenantRetention(tenantId: string, r: { [K in keyof Retention]?: number | null }): Promise<Retention>;
   /** H5: restores an export into the new conversation `input.conversationId` (ImportTargetExistsError when it exists). */
   importConversation(input: ImportInput): Promise<ImportResult>;
+  /** H3: throws RetentionOverLimitError when `r` asks for more than the tenant allows (a check before a write that must not half-apply). */
+  checkRetention(tenantId: string, r: Retention): Promise<void>;
   /** H3: the conversation's own retention (the caller checked it against the tenant's). */
   setConversationRetention(tenantId: string, conversationId: string, r: Retention): Promise<ConversationRecord>;
   /** The live session of the chain `ref` belongs to (C4, F1), in a bounded number of reads. */

@@ -141,18 +141,27 @@ export class History {
     const upper = `${messageSk(meta.generation, meta.lastSeq)}~`;
     if (lower > upper) return { entries: [], next: afterSession() };
     const pk = sessionPk(meta);
-    const out = await this.table.send('read history', () =>
-      this.table.doc.send(
-        new QueryCommand({
-          TableName: this.table.name,
-          ConsistentRead: true,
-          KeyConditionExpression: 'pk = :pk AND sk BETWEEN :from AND :to',
-          ExpressionAttributeValues: { ':pk': pk, ':from': lower, ':to': upper },
-          Limit: rowLimit(meta, req.limit) + 2,
-        }),
-      ),
-    );
+    const query = (start?: Record<string, unknown>) =>
+      this.table.send('read history', () =>
+        this.table.doc.send(
+          new QueryCommand({
+            TableName: this.table.name,
+            ConsistentRead: true,
+            KeyConditionExpression: 'pk = :pk AND sk BETWEEN :from AND :to',
+            ExpressionAttributeValues: { ':pk': pk, ':from': lower, ':to': upper },
+            Limit: rowLimit(meta, req.limit) + 2,
+            ...(start ? { ExclusiveStartKey: start } : {}),
+          }),
+        ),
+      );
+    let out = await query();
     const rows = (out.Items ?? []) as (RawRow & Partial<Marker>)[];
+    // An item whose inline parts pass the Query's 1 MB page ends no whole row: read on until one ends,
+    // else the next page would start where this one did, for ever.
+    while (out.LastEvaluatedKey && !endsAWholeRow(rows)) {
+      out = await query(out.LastEvaluatedKey);
+      rows.push(...((out.Items ?? []) as (RawRow & Partial<Marker>)[]));
+    }
     const rotatedAt = meta.childSessionId ? meta.endedAt : undefined;
     const entries: HistoryEntry[] = [];
     let bytes = 0;
@@ -225,6 +234,21 @@ export class History {
     if (pending) done = at(generationOf(pending.head.sk), Math.max(0, (pending.head.first ?? 1) - 1));
     return { entries, next: done ?? at(0, 0) };
   }
+}
+
+/** Whether the rows hold at least one whole item row (a head without inline parts, or one with all of them). */
+function endsAWholeRow(rows: readonly RawRow[]): boolean {
+  let head: RawRow | undefined;
+  let parts = 0;
+  for (const row of rows) {
+    if (isReplacedMarkerSk(row.sk)) continue;
+    if (isHeadSk(row.sk)) {
+      if (!(row.parts && !row.w && row.body === undefined)) return true;
+      head = row;
+      parts = 0;
+    } else if (head && headOfPart(row.sk) === head.sk && ++parts >= (head.parts ?? 0)) return true;
+  }
+  return false;
 }
 
 function keyOf(k: Key): string {

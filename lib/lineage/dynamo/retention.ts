@@ -83,6 +83,11 @@ export class RetentionSettings {
     return retentionOf(out.Attributes as Retention | undefined);
   }
 
+  /** RetentionOverLimitError when `r` asks for more than the tenant's limits allow. */
+  async check(tenantId: string, r: Retention): Promise<void> {
+    assertWithinTenant(r, await this.tenant(tenantId), this.defaultArchivedSeconds);
+  }
+
   /** The conversation's own setting (validated against the tenant's by the caller); the record as it stands after. */
   async setConversation(tenantId: string, conversationId: string, r: Retention): Promise<ConversationRecord> {
     assertWithinTenant(r, await this.tenant(tenantId), this.defaultArchivedSeconds);

@@ -130,6 +130,9 @@ export class DynamoLineageStore implements LineageStore {
   setTenantRetention(tenantId: string, r: { [K in keyof Retention]?: number | null }): Promise<Retention> {
     return this.retentionSettings.setTenant(tenantId, r);
   }
+  checkRetention(tenantId: string, r: Retention): Promise<void> {
+    return this.retentionSettings.check(tenantId, r);
+  }
   setConversationRetention(tenantId: string, conversationId: string, r: Retention): Promise<ConversationRecord> {
     return this.retentionSettings.setConversation(tenantId, conversationId, r);
   }

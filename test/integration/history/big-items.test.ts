@@ -33,4 +33,24 @@ describe('history of big items (SPEC H1, A7)', () => {
     expect(seen).toEqual(items);
     expect(pages).toBeGreaterThan(1);
   });
+
+  it('H1: an item whose inline parts pass a Query page (1 MB) is read whole: paging ends (it used to answer the same cursor for ever)', async () => {
+    const id = `hist-big-${randomUUID().slice(0, 8)}`;
+    const tenantId = `hist-big-${randomUUID().slice(0, 8)}`;
+    const { conversation } = await store.ensureConversation({ tenantId, conversationId: id }, false);
+    const root = { tenantId, sessionId: conversation.rootSessionId };
+    const items = [msg('user', 'one'), msg('assistant', 'x'.repeat(1_500_000)), msg('user', 'three')];
+    await store.appendItems(root, { prepare: () => ({ items: items.slice(0, 1), tokenEstimates: [1] }) });
+    await store.appendItems(root, { prepare: () => ({ items: items.slice(1), tokenEstimates: [1, 1] }) });
+    const seen = [];
+    let from;
+    for (let pages = 0; ; pages++) {
+      expect(pages).toBeLessThan(10);
+      const page = await store.readHistory(tenantId, id, { limit: 1000, maxBytes: 4_500_000, ...(from ? { from } : {}) });
+      seen.push(...page.entries.map((e) => e.item));
+      if (!page.next) break;
+      from = page.next;
+    }
+    expect(seen).toEqual(items);
+  });
 });
