@@ -48,7 +48,9 @@ async function beginOn(ctx: RouteContext, ref: SessionRef): Promise<BeginAnswer>
     origin,
     ...(ttlMs !== undefined ? { ttlMs } : {}),
     // X2: a receipt without a count is no receipt (nothing to check the history by).
-    ...(count !== undefined ? { expected: { count, ...(sessionId !== undefined ? { sessionId } : {}), ...(lastSeq !== undefined ? { lastSeq } : {}) } } : {}),
+    ...(count !== undefined
+      ? { expected: { count, ...(sessionId !== undefined ? { sessionId } : {}), ...(lastSeq !== undefined ? { lastSeq } : {}) } }
+      : {}),
   });
 }
 

@@ -86,7 +86,13 @@ export async function beginUnderLease(
   deps: PhaseDeps,
   scope: AttemptScope,
   ref: SessionRef,
-  opts: { ttlMs: number; held?: HeldInfo; serviceEngine?: boolean; bound?: SnapshotBound; expected?: { count: number; lastSeq?: number } | undefined },
+  opts: {
+    ttlMs: number;
+    held?: HeldInfo;
+    serviceEngine?: boolean;
+    bound?: SnapshotBound;
+    expected?: { count: number; lastSeq?: number } | undefined;
+  },
 ): Promise<Opened | Ending> {
   const { store, lease: leaseApi } = deps;
   const lease = scope.lease;
