@@ -75,6 +75,8 @@ export const historyRoutes: readonly Route[] = [
     path: '/conversations/{conversationId}/import',
     async handle(ctx) {
       const { input, sessionIds, items } = readImport(ctx.tenantId, ctx.params.conversationId!, ctx.body, idempotencyOf(ctx));
+      // H3: bounded by the tenant's limit as PUT is, before anything is written.
+      if (input.retention) await ctx.deps.store.checkRetention(ctx.tenantId, input.retention);
       const sessions = input.sessions.map((s) => s.sessionId);
       const body = {
         conversationId: input.conversationId,

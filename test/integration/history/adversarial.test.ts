@@ -2,7 +2,7 @@
 // - an import's conversation line is held to the rules PUT/PATCH hold the same settings to (an
 //   edited export could store a retention of 1 s or of a string, metadata of 300 KB, non-times);
 // - a PUT or PATCH whose retention is over the tenant's limit answered 400 after it had created the
-//   conversation or set its policies.
+//   conversation or set its policies; an import's retention over the tenant's limit was stored.
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ApiKeyStore } from '../../../lib/api/api-keys.js';
@@ -115,5 +115,15 @@ describe('import checks (SPEC H5, H3)', () => {
     const view = await call('GET', `/conversations/${id}`);
     expect(view.body.conversation).toMatchObject({ turns: 'optional', compaction: 'service' });
     expect(view.body.conversation.retention).toBeUndefined();
+  });
+
+  it("H3/H5: an import whose retention is over the tenant's limit is refused as a PUT is (400 retention_over_tenant_limit) and creates nothing", async () => {
+    const lines = await exported();
+    lines[0]!.conversation.retention = { archivedSeconds: 3_000_000 };
+    const target = `imp-${randomUUID().slice(0, 8)}`;
+    const r = await call('POST', `/conversations/${target}/import`, ndjson(lines));
+    expect(r.status, r.text).toBe(400);
+    expect(r.body).toMatchObject({ error: { code: 'retention_over_tenant_limit' } });
+    expect((await call('GET', `/conversations/${target}`)).status).toBe(404);
   });
 });
