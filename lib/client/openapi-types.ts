@@ -741,6 +741,8 @@ export interface components {
             endedAt: string | null;
             endReason: string | null;
             messageCount: number;
+            /** @description The sequence number of the last item ever appended to this session's current generation (a pop does not lower it, and appends never reuse a popped one): with messageCount, the version an ownership receipt (X2) carries as expectedLastSeq */
+            lastSeq: number;
             /** Format: date-time */
             createdAt: string;
             source: string | null;
